@@ -1,0 +1,27 @@
+// arpma::conn_cfg: the shape of a connection, librpma's defaults built in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace arpma {
+
+/// Connection configuration (value type). Defaults are librpma 1.3's.
+struct conn_cfg {
+  static constexpr std::chrono::milliseconds default_timeout{1000};
+  static constexpr std::uint32_t default_queue_size = 10;
+
+  /// Address and route resolution deadline, each phase. 0 = no deadline of
+  /// arpma's own (the provider's rules apply); negative is invalid.
+  std::chrono::milliseconds timeout = default_timeout;
+  std::uint32_t cq_size = default_queue_size;  ///< main CQ depth
+  std::uint32_t rcq_size = 0;                  ///< receive CQ depth; 0 = none
+  std::uint32_t sq_size = default_queue_size;  ///< QP max_send_wr
+  std::uint32_t rq_size = default_queue_size;  ///< QP max_recv_wr
+  /// One completion channel for CQ and RCQ instead of one each.
+  bool shared_completion_channel = false;
+
+  friend bool operator==(const conn_cfg&, const conn_cfg&) = default;
+};
+
+}  // namespace arpma

@@ -1,0 +1,119 @@
+// arpma::conn_req and the seed operation: async_conn_req_new.
+#pragma once
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/error.hpp"
+#include "arpma/peer.hpp"
+#include "arpma/result.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace arpma {
+
+class conn_req;
+
+namespace detail {
+struct conn_req_state;
+struct peer_state;
+
+using conn_req_handler = boost::asio::any_completion_handler<void(error_code, conn_req)>;
+
+/// Which event channel a new id is born on: the io_context's shared one, or a
+/// channel of its own (what the C API hands out as the connection's fd).
+enum class channel_mode { shared, dedicated };
+
+void start_conn_req_new(boost::asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
+                        std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
+                        conn_req_handler handler);
+}  // namespace detail
+
+/// An outgoing connection request: a cm id with its address and route
+/// resolved, its CQ (and RCQ) armed and its RC queue pair created.
+/// Move-only; destroying it releases all of that in reverse order (QP, RCQ,
+/// CQ, completion channels, id), as rpma_conn_req_delete does.
+class conn_req {
+ public:
+  conn_req() noexcept;
+  explicit conn_req(std::unique_ptr<detail::conn_req_state> state) noexcept;
+  conn_req(conn_req&&) noexcept;
+  conn_req& operator=(conn_req&&) noexcept;
+  ~conn_req();
+
+  /// False for a default-constructed or moved-from request.
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The queue pair number (0 when empty).
+  [[nodiscard]] std::uint32_t qp_num() const noexcept;
+  /// True when the request has a separate receive CQ (cfg.rcq_size > 0).
+  [[nodiscard]] bool has_rcq() const noexcept;
+  /// Releases everything now; returns the first error met (teardown goes on).
+  std::error_code close() noexcept;
+
+  /// Internal: the state the C API and later stages work on.
+  [[nodiscard]] detail::conn_req_state* state() const noexcept { return state_.get(); }
+
+ private:
+  std::unique_ptr<detail::conn_req_state> state_;
+};
+
+/// Creates an outgoing connection request to `addr`:`port` (numeric IPv4 or
+/// IPv6, or a host name resolved without blocking the loop), as
+/// rpma_conn_req_new does but without blocking: the cm id lives on the
+/// io_context's shared event channel, and address then route resolution
+/// complete through its descriptor, each within `cfg.timeout`.
+///
+/// Completion signature: `void(arpma::error_code, arpma::conn_req)`
+/// (arpma::error_code wraps the std::error_code; a handler may take either).
+/// Errors: errc::invalid_argument (empty addr or port, negative timeout);
+/// std::errc::timed_out (a phase ran past cfg.timeout); errc::no_memory; the
+/// provider's errno for a failed call or an ADDR_ERROR/ROUTE_ERROR event (all
+/// compare equal to errc::provider); asio::error::operation_aborted.
+///
+/// Cancellation: terminal and partial. The request is torn down and the
+/// handler is called with operation_aborted; nothing is left behind.
+/// Destroying the io_context mid-flight releases everything without calling
+/// the handler. `ex` must be an io_context executor; the peer may go away
+/// before completion (the request keeps its PD alive).
+template <class CompletionToken>
+auto async_conn_req_new(const boost::asio::any_io_executor& ex, const peer& p,
+                        std::string_view addr, std::string_view port, const conn_cfg& cfg,
+                        CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
+      [](auto handler, const boost::asio::any_io_executor& io,
+         std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
+         const conn_cfg& c) {
+        detail::start_conn_req_new(io, std::move(state), std::move(a), std::move(s), c,
+                                   detail::channel_mode::shared, std::move(handler));
+      },
+      token, ex, p.state(), std::string(addr), std::string(port), cfg);
+}
+
+/// The same, on the executor associated with the completion handler — e.g.
+/// `co_await arpma::async_conn_req_new(peer, addr, port, cfg, asio::use_awaitable)`.
+/// A handler without an io_context executor gets errc::invalid_argument.
+template <class CompletionToken>
+auto async_conn_req_new(const peer& p, std::string_view addr, std::string_view port,
+                        const conn_cfg& cfg, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
+      [](auto handler, std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
+         const conn_cfg& c) {
+        boost::asio::any_io_executor io = boost::asio::get_associated_executor(handler);
+        detail::start_conn_req_new(std::move(io), std::move(state), std::move(a), std::move(s),
+                                   c, detail::channel_mode::shared, std::move(handler));
+      },
+      token, p.state(), std::string(addr), std::string(port), cfg);
+}
+
+/// Blocking form: runs a private event loop until the request is ready.
+/// The id gets an event channel of its own (no shared state with any loop).
+[[nodiscard]] result<conn_req> conn_req_new(const peer& p, std::string_view addr,
+                                            std::string_view port, const conn_cfg& cfg = {});
+
+}  // namespace arpma

@@ -1,0 +1,54 @@
+// arpma::peer: a protection domain on one RDMA device, and device lookup.
+#pragma once
+
+#include "arpma/result.hpp"
+
+#include <memory>
+#include <string_view>
+
+struct ibv_context;
+
+namespace arpma {
+
+namespace detail {
+struct peer_state;
+}
+
+/// How `get_ibv_context` interprets the address (librpma's
+/// RPMA_UTIL_IBV_CONTEXT_LOCAL / _REMOTE).
+enum class ibv_context_type : int { local = 0, remote = 1 };
+
+/// The device that owns `addr`: a local address is bound, a remote one is
+/// resolved (up to 1000 ms). Blocking, like rpma_utils_get_ibv_context.
+/// Errors: errc::invalid_argument for an empty address; a provider error
+/// (== errc::provider) when no device owns it.
+[[nodiscard]] result<::ibv_context*> get_ibv_context(std::string_view addr, ibv_context_type type);
+
+/// A protection domain on one device. Movable; the PD lives as long as the
+/// peer or anything created from it (connection requests keep it alive).
+class peer {
+ public:
+  /// Allocates the PD. Errors: invalid_argument (null context),
+  /// errc::no_memory, or the provider's error.
+  [[nodiscard]] static result<peer> create(::ibv_context* context);
+
+  peer(peer&&) noexcept = default;
+  peer& operator=(peer&&) noexcept = default;
+  ~peer();
+
+  [[nodiscard]] ::ibv_context* context() const noexcept;
+  /// Releases this handle; the PD goes when nothing else uses it. Returns
+  /// the provider's error if the PD was freed here and that failed.
+  std::error_code close() noexcept;
+
+  /// Internal: the shared state objects created from this peer hold.
+  [[nodiscard]] const std::shared_ptr<detail::peer_state>& state() const noexcept {
+    return state_;
+  }
+
+ private:
+  explicit peer(std::shared_ptr<detail::peer_state> state) noexcept;
+  std::shared_ptr<detail::peer_state> state_;
+};
+
+}  // namespace arpma

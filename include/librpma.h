@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * librpma.h -- the C API of arpma: librpma 1.3's API (same names, types,
+ * values and error codes) implemented on arpma's asynchronous core. Each
+ * blocking call runs a private event loop of the calling thread until its
+ * operation completes.
+ *
+ * Every function returns 0 on success or a negative RPMA_E_* code. On failure
+ * no out-parameter is written. Checking that the returned value is
+ * non-negative is the only programmatic way to tell success; the cause of a
+ * provider failure (its errno) is written to the log.
+ *
+ * This header grows with the implementation: a function is declared here only
+ * once arpma implements it.
+ */
+
+#ifndef LIBRPMA_H
+#define LIBRPMA_H 1
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- error codes ------------------------------------------------------- */
+
+#define RPMA_W_WAIT_FOR_COMPLETION (1)
+
+#define RPMA_E_UNKNOWN (-100000)         /* Unknown error */
+#define RPMA_E_NOSUPP (-100001)          /* Not supported */
+#define RPMA_E_PROVIDER (-100002)        /* Provider error occurred */
+#define RPMA_E_NOMEM (-100003)           /* Out of memory */
+#define RPMA_E_INVAL (-100004)           /* Invalid argument */
+#define RPMA_E_NO_COMPLETION (-100005)   /* No next completion available */
+#define RPMA_E_NO_EVENT (-100006)        /* No next event available */
+#define RPMA_E_AGAIN (-100007)           /* Temporary error */
+#define RPMA_E_SHARED_CHANNEL (-100008)  /* Completion channel is shared */
+#define RPMA_E_NOT_SHARED_CHNL (-100009) /* Completion channel is not shared */
+
+#define RPMA_DEFAULT_TIMEOUT_MS 1000
+
+/* ---- opaque types ------------------------------------------------------ */
+
+struct rpma_peer;
+struct rpma_conn_cfg;
+struct rpma_conn_req;
+struct rpma_srq;
+
+/* ---- utils ------------------------------------------------------------- */
+
+enum rpma_util_ibv_context_type {
+	RPMA_UTIL_IBV_CONTEXT_LOCAL,  /* lookup for a local device */
+	RPMA_UTIL_IBV_CONTEXT_REMOTE, /* lookup for a remote device */
+};
+
+/*
+ * rpma_utils_get_ibv_context -- obtain an RDMA device context by IP address
+ *
+ * Finds the device that owns addr: a LOCAL address is bound, a REMOTE one is
+ * resolved (up to 1000 ms, blocking). With the verbs provider the returned
+ * context is rdma-core's; with the soft provider it is a handle that arpma
+ * understands (its verbs operations fail with EOPNOTSUPP).
+ *
+ * RETURN VALUE: 0 and *ibv_ctx_ptr set, or:
+ * - RPMA_E_INVAL - addr or ibv_ctx_ptr is NULL, or type is unknown
+ * - RPMA_E_NOMEM - out of memory
+ * - RPMA_E_PROVIDER - no device owns the address (the cause is logged with
+ *   its errno), or a provider call failed
+ */
+int rpma_utils_get_ibv_context(const char *addr,
+		enum rpma_util_ibv_context_type type,
+		struct ibv_context **ibv_ctx_ptr);
+
+/* ---- peer -------------------------------------------------------------- */
+
+/*
+ * rpma_peer_new -- create a peer object
+ *
+ * Allocates a protection domain on ibv_ctx.
+ *
+ * RETURN VALUE: 0 and *peer_ptr set, or:
+ * - RPMA_E_INVAL - ibv_ctx or peer_ptr is NULL, or ibv_ctx is not a device
+ *   context that any provider of arpma handed out
+ * - RPMA_E_NOMEM - out of memory (also when the PD allocation fails with ENOMEM)
+ * - RPMA_E_PROVIDER - the PD allocation failed otherwise
+ * C++: arpma::peer::create().
+ */
+int rpma_peer_new(struct ibv_context *ibv_ctx, struct rpma_peer **peer_ptr);
+
+/*
+ * rpma_peer_delete -- delete a peer object
+ *
+ * Frees the peer and sets *peer_ptr to NULL, also when releasing the PD
+ * fails. A PD still used by connection requests is released with the last of
+ * them (see docs/compatibility.md).
+ *
+ * RETURN VALUE: 0 (also when *peer_ptr is NULL), or:
+ * - RPMA_E_INVAL - peer_ptr is NULL
+ * - RPMA_E_PROVIDER - deallocating the PD failed
+ */
+int rpma_peer_delete(struct rpma_peer **peer_ptr);
+
+/* ---- connection configuration ----------------------------------------- */
+
+/*
+ * rpma_conn_cfg_new -- create a connection configuration object with the
+ * defaults: timeout 1000 ms, CQ size 10, RCQ size 0 (no receive CQ), SQ size
+ * 10, RQ size 10, completion channel not shared, no SRQ.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (cfg_ptr NULL), RPMA_E_NOMEM.
+ */
+int rpma_conn_cfg_new(struct rpma_conn_cfg **cfg_ptr);
+
+/*
+ * rpma_conn_cfg_delete -- free a configuration and set *cfg_ptr to NULL.
+ *
+ * RETURN VALUE: 0 (also when *cfg_ptr is NULL), or RPMA_E_INVAL (cfg_ptr NULL).
+ */
+int rpma_conn_cfg_delete(struct rpma_conn_cfg **cfg_ptr);
+
+/*
+ * rpma_conn_cfg_set_timeout / rpma_conn_cfg_get_timeout -- address and route
+ * resolution timeout of rpma_conn_req_new, in milliseconds (each phase).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL when cfg (or timeout_ms for the getter) is
+ * NULL or timeout_ms < 0.
+ */
+int rpma_conn_cfg_set_timeout(struct rpma_conn_cfg *cfg, int timeout_ms);
+int rpma_conn_cfg_get_timeout(const struct rpma_conn_cfg *cfg, int *timeout_ms);
+
+/*
+ * rpma_conn_cfg_set_cq_size / _get_cq_size -- depth of the main CQ.
+ * rpma_conn_cfg_set_rcq_size / _get_rcq_size -- depth of the receive CQ
+ *   (0: no separate receive CQ).
+ * rpma_conn_cfg_set_sq_size / _get_sq_size -- send queue depth of the QP.
+ * rpma_conn_cfg_set_rq_size / _get_rq_size -- receive queue depth of the QP.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL when cfg or the out-pointer is NULL.
+ */
+int rpma_conn_cfg_set_cq_size(struct rpma_conn_cfg *cfg, uint32_t cq_size);
+int rpma_conn_cfg_get_cq_size(const struct rpma_conn_cfg *cfg,
+		uint32_t *cq_size);
+int rpma_conn_cfg_set_rcq_size(struct rpma_conn_cfg *cfg, uint32_t rcq_size);
+int rpma_conn_cfg_get_rcq_size(const struct rpma_conn_cfg *cfg,
+		uint32_t *rcq_size);
+int rpma_conn_cfg_set_sq_size(struct rpma_conn_cfg *cfg, uint32_t sq_size);
+int rpma_conn_cfg_get_sq_size(const struct rpma_conn_cfg *cfg,
+		uint32_t *sq_size);
+int rpma_conn_cfg_set_rq_size(struct rpma_conn_cfg *cfg, uint32_t rq_size);
+int rpma_conn_cfg_get_rq_size(const struct rpma_conn_cfg *cfg,
+		uint32_t *rq_size);
+
+/*
+ * rpma_conn_cfg_set_compl_channel / _get_compl_channel -- whether the main
+ * CQ and the receive CQ share one completion channel.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL when cfg or the out-pointer is NULL.
+ */
+int rpma_conn_cfg_set_compl_channel(struct rpma_conn_cfg *cfg, bool shared);
+int rpma_conn_cfg_get_compl_channel(const struct rpma_conn_cfg *cfg,
+		bool *shared);
+
+/*
+ * rpma_conn_cfg_set_srq / _get_srq -- the shared receive queue connections
+ * made with cfg use (SRQ objects arrive with the data-path API).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL when cfg, srq (setter) or srq_ptr
+ * (getter) is NULL.
+ */
+int rpma_conn_cfg_set_srq(struct rpma_conn_cfg *cfg, struct rpma_srq *srq);
+int rpma_conn_cfg_get_srq(const struct rpma_conn_cfg *cfg,
+		struct rpma_srq **srq_ptr);
+
+/* ---- connection request ------------------------------------------------ */
+
+/*
+ * rpma_conn_req_new -- create a new outgoing connection request object using
+ * reliable, connection-oriented and message-based (RDMA_PS_TCP) QP
+ * communication.
+ *
+ * Resolves addr (numeric IPv4/IPv6 or a host name) and port, then the route,
+ * each within the cfg timeout, and creates the completion channel(s), the CQ,
+ * the receive CQ (when its size is > 0) and the QP. cfg == NULL means the
+ * defaults of rpma_conn_cfg_new. Blocks until done; internally the operation
+ * is arpma's asynchronous one, run on the calling thread's private loop. The
+ * request's id has an event channel of its own, which the connection later
+ * reports as its event fd.
+ *
+ * RETURN VALUE: 0 and *req_ptr set; on failure *req_ptr is untouched and
+ * everything created is released in reverse order:
+ * - RPMA_E_INVAL - peer, addr, port or req_ptr is NULL
+ * - RPMA_E_NOMEM - out of memory
+ * - RPMA_E_PROVIDER - creating the id, resolving the address (including a
+ *   name that does not resolve, an ADDR_ERROR or a timeout) or the route,
+ *   or creating a completion channel, CQ or QP failed (errno logged)
+ * C++: arpma::async_conn_req_new(), arpma::conn_req_new().
+ */
+int rpma_conn_req_new(struct rpma_peer *peer, const char *addr,
+		const char *port, const struct rpma_conn_cfg *cfg,
+		struct rpma_conn_req **req_ptr);
+
+/*
+ * rpma_conn_req_delete -- delete a connection request: destroys the QP, the
+ * receive CQ, the CQ (each with its completion channel), the shared channel
+ * and the id; always frees the request and sets *req_ptr to NULL.
+ *
+ * RETURN VALUE: 0 (also when *req_ptr is NULL), or:
+ * - RPMA_E_INVAL - req_ptr is NULL
+ * - RPMA_E_PROVIDER - a teardown step failed (the first error is returned)
+ */
+int rpma_conn_req_delete(struct rpma_conn_req **req_ptr);
+
+/* ---- connection events ------------------------------------------------- */
+
+enum rpma_conn_event {
+	RPMA_CONN_UNDEFINED = -1, /* Undefined connection event */
+	RPMA_CONN_ESTABLISHED,    /* Connection established */
+	RPMA_CONN_CLOSED,         /* Connection closed */
+	RPMA_CONN_LOST,           /* Connection lost */
+	RPMA_CONN_REJECTED,       /* Connection rejected */
+	RPMA_CONN_UNREACHABLE     /* Connection unreachable */
+};
+
+struct rpma_conn_private_data {
+	void *ptr;
+	uint8_t len;
+};
+
+/*
+ * rpma_utils_conn_event_2str -- a static, human-readable description of a
+ * connection event ("Unsupported connection event" for unknown values).
+ */
+const char *rpma_utils_conn_event_2str(enum rpma_conn_event conn_event);
+
+/* ---- errors and logging ------------------------------------------------ */
+
+/*
+ * rpma_err_2str -- a static description of 0 or an RPMA_E_* value
+ * ("Unknown error" for any other value).
+ */
+const char *rpma_err_2str(int ret);
+
+enum rpma_log_level {
+	RPMA_LOG_DISABLED = -1,   /* no messages */
+	RPMA_LOG_LEVEL_FATAL,     /* fatal errors */
+	RPMA_LOG_LEVEL_ERROR,     /* errors */
+	RPMA_LOG_LEVEL_WARNING,   /* warnings */
+	RPMA_LOG_LEVEL_NOTICE,    /* notices */
+	RPMA_LOG_LEVEL_INFO,      /* informational messages */
+	RPMA_LOG_LEVEL_DEBUG,     /* debug messages */
+};
+
+enum rpma_log_threshold {
+	RPMA_LOG_THRESHOLD,       /* main threshold: filters every message */
+	RPMA_LOG_THRESHOLD_AUX,   /* default function also prints these to stderr */
+	RPMA_LOG_THRESHOLD_MAX
+};
+
+/*
+ * rpma_log_set_threshold / rpma_log_get_threshold -- the logging thresholds.
+ * Defaults: release builds RPMA_LOG_LEVEL_WARNING (main) and
+ * RPMA_LOG_DISABLED (aux); debug builds RPMA_LOG_LEVEL_DEBUG and
+ * RPMA_LOG_LEVEL_WARNING.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL for an unknown threshold, a level outside
+ * [RPMA_LOG_DISABLED, RPMA_LOG_LEVEL_DEBUG], or a NULL level pointer.
+ */
+int rpma_log_set_threshold(enum rpma_log_threshold threshold,
+		enum rpma_log_level level);
+int rpma_log_get_threshold(enum rpma_log_threshold threshold,
+		enum rpma_log_level *level);
+
+/*
+ * rpma_log_function -- the type of a user's logging function; it receives
+ * each message that passed the main threshold, as a format and arguments.
+ */
+typedef void rpma_log_function(enum rpma_log_level level,
+		const char *file_name, const int line_no,
+		const char *function_name, const char *message_format, ...);
+
+#define RPMA_LOG_USE_DEFAULT_FUNCTION (NULL)
+
+/*
+ * rpma_log_set_function -- install a logging function, or restore the
+ * default one (syslog, plus stderr up to the aux threshold) with
+ * RPMA_LOG_USE_DEFAULT_FUNCTION. The C++ sink (arpma::set_log_sink) and this
+ * function replace the same sink.
+ *
+ * RETURN VALUE: 0.
+ */
+int rpma_log_set_function(rpma_log_function *log_function);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBRPMA_H */

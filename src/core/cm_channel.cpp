@@ -1,0 +1,166 @@
+#include "core/cm_channel.hpp"
+
+#include "arpma/error.hpp"
+
+#include "core/log_internal.hpp"
+
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace arpma::detail {
+namespace {
+
+// Per io_context: the shared channel of each provider, and every channel
+// bound to the context so they can let go of their descriptors before the
+// reactor is destroyed.
+class cm_service final : public asio::execution_context::service {
+ public:
+  using key_type = cm_service;
+  static inline asio::execution_context::id id;
+
+  explicit cm_service(asio::execution_context& ctx) : service(ctx) {}
+
+  void shutdown() override {
+    std::vector<std::shared_ptr<cm_channel>> live;
+    {
+      const std::lock_guard lock(mutex_);
+      for (auto& weak : bound_)
+        if (auto channel = weak.lock()) live.push_back(std::move(channel));
+      bound_.clear();
+      shared_.clear();
+    }
+    for (auto& channel : live) channel->shutdown();
+  }
+
+  result<std::shared_ptr<cm_channel>> shared(provider::provider& prov,
+                                             const asio::any_io_executor& ex) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (auto existing = shared_[&prov].lock()) return existing;
+    }
+    auto created = cm_channel::create(prov, ex);  // binds itself: not under the lock
+    if (created) {
+      const std::lock_guard lock(mutex_);
+      shared_[&prov] = created.value();
+    }
+    return created;
+  }
+
+  void bind(const std::shared_ptr<cm_channel>& channel) {
+    const std::lock_guard lock(mutex_);
+    std::erase_if(bound_, [](const auto& weak) { return weak.expired(); });
+    bound_.push_back(channel);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<provider::provider*, std::weak_ptr<cm_channel>> shared_;
+  std::vector<std::weak_ptr<cm_channel>> bound_;
+};
+
+cm_service& service_of(const asio::any_io_executor& ex) {
+  auto& ctx = asio::query(ex, asio::execution::context);
+  if (!asio::has_service<cm_service>(ctx)) {
+    // Registers the reactor's descriptor service first, so this service shuts
+    // down (and drops its descriptors) while the reactor still exists.
+    const asio::posix::stream_descriptor registers_reactor(ex);
+  }
+  return asio::use_service<cm_service>(ctx);
+}
+
+}  // namespace
+
+result<std::shared_ptr<cm_channel>> cm_channel::create(provider::provider& prov,
+                                                       asio::any_io_executor ex) {
+  auto native = prov.create_event_channel();
+  if (!native) {
+    ARPMA_LOG_FAILURE("create event channel", native.error());
+    return native.error();
+  }
+  std::shared_ptr<cm_channel> channel;
+  try {
+    channel = std::make_shared<cm_channel>(prov, native.value(), ex);
+  } catch (const std::bad_alloc&) {
+    prov.destroy_event_channel(native.value());
+    return make_error_code(errc::no_memory);
+  }
+  service_of(ex).bind(channel);
+  return channel;
+}
+
+cm_channel::cm_channel(provider::provider& prov, provider::event_channel* native,
+                       asio::any_io_executor ex)
+    : prov_(prov), native_(native), ex_(std::move(ex)) {}
+
+cm_channel::~cm_channel() {
+  release_descriptor();
+  prov_.destroy_event_channel(native_);
+}
+
+int cm_channel::fd() const noexcept { return prov_.event_channel_fd(native_); }
+
+void cm_channel::attach(std::uint64_t token, cm_event_sink* sink) {
+  sinks_[token] = sink;
+  watch();
+}
+
+void cm_channel::detach(std::uint64_t token) noexcept {
+  sinks_.erase(token);
+  if (sinks_.empty() && watching_ && descriptor_) descriptor_->cancel();
+}
+
+void cm_channel::shutdown() noexcept {
+  closed_ = true;
+  sinks_.clear();
+  release_descriptor();
+}
+
+void cm_channel::release_descriptor() noexcept {
+  if (!descriptor_) return;
+  descriptor_->release();  // the fd belongs to the provider's channel
+  descriptor_.reset();
+}
+
+void cm_channel::watch() {
+  if (watching_ || closed_ || sinks_.empty()) return;
+  if (!descriptor_) descriptor_.emplace(ex_, fd());
+  watching_ = true;
+  descriptor_->async_wait(asio::posix::stream_descriptor::wait_read,
+                          [self = shared_from_this()](const std::error_code& ec) {
+                            self->watching_ = false;
+                            if (!ec) self->drain();
+                            if (self->sinks_.empty())
+                              self->release_descriptor();
+                            else
+                              self->watch();
+                          });
+}
+
+// The reactor is edge-triggered: read until EAGAIN or the next event is never signalled.
+void cm_channel::drain() {
+  for (;;) {
+    provider::cm_event event;
+    const std::error_code ec = prov_.get_cm_event(native_, event);
+    if (ec == std::errc::resource_unavailable_try_again) return;
+    if (ec) {
+      ARPMA_LOG_FAILURE("get cm event", ec);
+      return;
+    }
+    const auto it = sinks_.find(event.context);
+    if (it == sinks_.end()) {
+      ARPMA_LOG(log_level::debug, "dropped %s for an id without owner",
+                provider::to_string(event.type));
+      continue;
+    }
+    it->second->on_cm_event(event);
+  }
+}
+
+result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,
+                                                      const asio::any_io_executor& ex) {
+  return service_of(ex).shared(prov, ex);
+}
+
+}  // namespace arpma::detail

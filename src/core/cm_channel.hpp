@@ -1,0 +1,72 @@
+// A provider event channel registered with an io_context, demultiplexing its
+// rdma_cm events to the state machines that own the ids on it.
+#pragma once
+
+#include "core/asio.hpp"
+#include "provider/provider.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+namespace arpma::detail {
+
+/// Receives the events of one cm id. Called on the channel's executor.
+class cm_event_sink {
+ public:
+  virtual void on_cm_event(const provider::cm_event& event) = 0;
+
+ protected:
+  ~cm_event_sink() = default;
+};
+
+/// One provider event channel, shared by any number of cm ids. Each id is
+/// created with a token as its context; an event is routed by that token, so
+/// an event for an id whose owner has gone is dropped, never misdelivered.
+/// The descriptor is watched only while some sink is attached, so an idle
+/// channel keeps no io_context busy. Use from one thread (the io_context's).
+class cm_channel : public std::enable_shared_from_this<cm_channel> {
+ public:
+  static result<std::shared_ptr<cm_channel>> create(provider::provider& prov,
+                                                    asio::any_io_executor ex);
+  cm_channel(provider::provider& prov, provider::event_channel* native, asio::any_io_executor ex);
+  cm_channel(const cm_channel&) = delete;
+  cm_channel& operator=(const cm_channel&) = delete;
+  ~cm_channel();
+
+  [[nodiscard]] provider::event_channel* native() const noexcept { return native_; }
+  [[nodiscard]] provider::provider& owner() const noexcept { return prov_; }
+  [[nodiscard]] int fd() const noexcept;
+  [[nodiscard]] std::size_t attached() const noexcept { return sinks_.size(); }
+
+  /// A fresh token to create an id with.
+  [[nodiscard]] std::uint64_t reserve_token() noexcept { return next_token_++; }
+  /// Routes events with `token` to `sink` and starts watching the fd.
+  void attach(std::uint64_t token, cm_event_sink* sink);
+  /// Stops routing `token`; stops watching when nothing is attached.
+  void detach(std::uint64_t token) noexcept;
+  /// Drops the descriptor for good (the io_context is going away).
+  void shutdown() noexcept;
+
+ private:
+  void watch();
+  void drain();
+  void release_descriptor() noexcept;
+
+  provider::provider& prov_;
+  provider::event_channel* native_;
+  asio::any_io_executor ex_;
+  std::optional<asio::posix::stream_descriptor> descriptor_;
+  std::unordered_map<std::uint64_t, cm_event_sink*> sinks_;
+  std::uint64_t next_token_ = 1;
+  bool watching_ = false;
+  bool closed_ = false;
+};
+
+/// The channel shared by every id that C++ callers create on one io_context
+/// with one provider: 1,000 requests in flight use one fd, not 1,000.
+[[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,
+                                                                    const asio::any_io_executor& ex);
+
+}  // namespace arpma::detail

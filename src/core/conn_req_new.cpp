@@ -1,0 +1,265 @@
+// The seed: rpma_conn_req_new as a composed asynchronous operation.
+#include "arpma/conn_req.hpp"
+#include "arpma/error.hpp"
+#include "core/asio.hpp"
+#include "core/cm_channel.hpp"
+#include "core/conn_req_state.hpp"
+#include "core/log_internal.hpp"
+#include "core/sync_wait.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <charconv>
+#include <optional>
+
+namespace arpma {
+namespace detail {
+namespace {
+
+using tcp = asio::ip::tcp;
+
+std::error_code event_error(const provider::cm_event& ev, int fallback) {
+  const int status = ev.status < 0 ? -ev.status : ev.status;
+  return {status != 0 ? status : fallback, std::system_category()};
+}
+
+std::optional<tcp::endpoint> numeric_endpoint(const std::string& addr, const std::string& port) {
+  std::uint16_t number = 0;
+  const char* end = port.data() + port.size();
+  const auto [ptr, ec] = std::from_chars(port.data(), end, number);
+  if (ec != std::errc{} || ptr != end) return std::nullopt;
+  boost::system::error_code parse_error;
+  const auto ip = asio::ip::make_address(addr, parse_error);
+  if (parse_error) return std::nullopt;
+  return tcp::endpoint(ip, number);
+}
+
+// Lifetime: the operation is owned by its own pending waits. The deadline
+// timer is always armed while it runs (at "never" without a timeout), so a
+// destroyed io_context destroys the operation, and with it every resource and
+// the handler, without calling anything.
+class conn_req_new_op final : public cm_event_sink,
+                              public std::enable_shared_from_this<conn_req_new_op> {
+ public:
+  enum class stage { starting, name, addr, route, done };
+
+  conn_req_new_op(asio::any_io_executor ex, std::shared_ptr<peer_state> peer, std::string addr,
+                  std::string port, const conn_cfg& cfg, channel_mode mode,
+                  conn_req_handler handler)
+      : ex_(std::move(ex)),
+        peer_(std::move(peer)),
+        addr_(std::move(addr)),
+        port_(std::move(port)),
+        cfg_(cfg),
+        mode_(mode),
+        handler_(std::move(handler)),
+        timer_(ex_) {}
+
+  conn_req_new_op(const conn_req_new_op&) = delete;
+  conn_req_new_op& operator=(const conn_req_new_op&) = delete;
+
+  ~conn_req_new_op() {
+    if (req_ && req_->channel) req_->channel->detach(req_->token);
+  }
+
+  void start() {
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) {
+      slot.assign([weak = weak_from_this()](asio::cancellation_type type) {
+        constexpr auto honoured = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+        if ((type & honoured) == asio::cancellation_type::none) return;
+        if (auto self = weak.lock())
+          asio::post(self->ex_, [self] { self->finish(std::make_error_code(std::errc::operation_canceled)); });
+      });
+    }
+    // Everything runs from the loop, never inside the initiating function.
+    asio::post(ex_, [self = shared_from_this()] { self->begin(); });
+  }
+
+  void on_cm_event(const provider::cm_event& ev) override {
+    switch (stage_) {
+      case stage::addr:
+        if (ev.type == provider::cm_event_type::addr_resolved) return resolve_route();
+        if (ev.type == provider::cm_event_type::addr_error) {
+          const auto ec = event_error(ev, EHOSTUNREACH);
+          ARPMA_LOG_FAILURE("address resolution (ADDR_ERROR)", ec);
+          return finish(ec);
+        }
+        break;
+      case stage::route:
+        if (ev.type == provider::cm_event_type::route_resolved) return build_queues();
+        if (ev.type == provider::cm_event_type::route_error) {
+          const auto ec = event_error(ev, ENETUNREACH);
+          ARPMA_LOG_FAILURE("route resolution (ROUTE_ERROR)", ec);
+          return finish(ec);
+        }
+        break;
+      default: break;
+    }
+    ARPMA_LOG(log_level::error, "unexpected %s while resolving %s:%s",
+              provider::to_string(ev.type), addr_.c_str(), port_.c_str());
+    finish(std::make_error_code(std::errc::protocol_error));
+  }
+
+ private:
+  provider::provider& prov() const noexcept { return peer_->prov; }
+
+  void begin() {
+    if (stage_ != stage::starting) return;
+    if (peer_ == nullptr || peer_->pd == nullptr || addr_.empty() || port_.empty() ||
+        cfg_.timeout.count() < 0 || ex_.target<asio::system_executor>() != nullptr)
+      return finish(make_error_code(errc::invalid_argument));
+    auto channel = mode_ == channel_mode::shared ? shared_cm_channel(prov(), ex_)
+                                                 : cm_channel::create(prov(), ex_);
+    if (!channel) return finish(channel.error());
+    auto& ch = *channel.value();
+    try {
+      req_ = std::make_unique<conn_req_state>(peer_, channel.value(), ch.reserve_token());
+    } catch (const std::bad_alloc&) {
+      return finish(make_error_code(errc::no_memory));
+    }
+    auto id = prov().create_id(ch.native(), req_->token);
+    if (!id) {
+      ARPMA_LOG_FAILURE("create id", id.error());
+      return finish(id.error());
+    }
+    req_->id = id.value();
+    ch.attach(req_->token, this);
+    arm_deadline();
+    if (auto endpoint = numeric_endpoint(addr_, port_)) return resolve_addr(*endpoint);
+    stage_ = stage::name;
+    resolver_.emplace(ex_);
+    resolver_->async_resolve(addr_, port_,
+                             [self = shared_from_this()](const std::error_code& ec,
+                                                         const tcp::resolver::results_type& r) {
+                               self->on_name_resolved(ec, r);
+                             });
+  }
+
+  void on_name_resolved(const std::error_code& ec, const tcp::resolver::results_type& results) {
+    if (stage_ != stage::name) return;
+    if (ec) {
+      ARPMA_LOG_FAILURE("name resolution", ec);
+      return finish(ec);
+    }
+    resolve_addr(results.begin()->endpoint());
+  }
+
+  void resolve_addr(const tcp::endpoint& endpoint) {
+    stage_ = stage::addr;
+    if (auto ec = prov().resolve_addr(req_->id, endpoint.data(), timeout_ms())) {
+      ARPMA_LOG_FAILURE("resolve addr", ec);
+      return finish(ec);
+    }
+  }
+
+  void resolve_route() {
+    stage_ = stage::route;
+    arm_deadline();
+    if (auto ec = prov().resolve_route(req_->id, timeout_ms())) {
+      ARPMA_LOG_FAILURE("resolve route", ec);
+      return finish(ec);
+    }
+  }
+
+  void build_queues() {
+    if (auto ec = req_->build_queues(cfg_)) return finish(ec);
+    ARPMA_LOG(log_level::notice, "Requesting a connection to %s:%s", addr_.c_str(),
+              port_.c_str());
+    finish({});
+  }
+
+  int timeout_ms() const noexcept { return static_cast<int>(cfg_.timeout.count()); }
+
+  void arm_deadline() {
+    if (cfg_.timeout.count() > 0)
+      timer_.expires_after(cfg_.timeout);
+    else
+      timer_.expires_at(asio::steady_timer::time_point::max());
+    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+      if (!ec && self->stage_ != stage::done) {
+        ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms",
+                  self->addr_.c_str(), self->port_.c_str(),
+                  static_cast<long long>(self->cfg_.timeout.count()));
+        self->finish(std::make_error_code(std::errc::timed_out));
+      }
+    });
+  }
+
+  void finish(const std::error_code& ec) {
+    if (stage_ == stage::done) return;
+    stage_ = stage::done;
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.clear();
+    timer_.cancel();
+    if (resolver_) resolver_->cancel();
+    conn_req result;
+    if (req_) {
+      if (req_->channel) req_->channel->detach(req_->token);
+      if (ec)
+        req_.reset();  // reverse-order teardown
+      else
+        result = conn_req(std::move(req_));
+    }
+    auto executor = asio::get_associated_executor(handler_, ex_);
+    asio::dispatch(executor, [h = std::move(handler_), ec, r = std::move(result)]() mutable {
+      std::move(h)(error_code(ec), std::move(r));
+    });
+  }
+
+  asio::any_io_executor ex_;
+  std::shared_ptr<peer_state> peer_;
+  std::string addr_;
+  std::string port_;
+  conn_cfg cfg_;
+  channel_mode mode_;
+  conn_req_handler handler_;
+  asio::steady_timer timer_;
+  std::optional<tcp::resolver> resolver_;
+  std::unique_ptr<conn_req_state> req_;
+  stage stage_ = stage::starting;
+};
+
+}  // namespace
+
+void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
+                        std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
+                        conn_req_handler handler) {
+  auto op = std::make_shared<conn_req_new_op>(std::move(ex), std::move(peer), std::move(addr),
+                                              std::move(port), cfg, mode, std::move(handler));
+  op->start();
+}
+
+}  // namespace detail
+
+conn_req::conn_req() noexcept = default;
+conn_req::conn_req(std::unique_ptr<detail::conn_req_state> state) noexcept
+    : state_(std::move(state)) {}
+conn_req::conn_req(conn_req&&) noexcept = default;
+conn_req& conn_req::operator=(conn_req&&) noexcept = default;
+conn_req::~conn_req() = default;
+
+std::uint32_t conn_req::qp_num() const noexcept {
+  return state_ && state_->has_qp ? state_->prov().qp_num(state_->id) : 0;
+}
+
+bool conn_req::has_rcq() const noexcept { return state_ && state_->rcq.cq != nullptr; }
+
+std::error_code conn_req::close() noexcept {
+  if (!state_) return {};
+  const auto ec = state_->destroy();
+  state_.reset();
+  return ec;
+}
+
+result<conn_req> conn_req_new(const peer& p, std::string_view addr, std::string_view port,
+                              const conn_cfg& cfg) {
+  return detail::sync_wait<conn_req>([&](const asio::any_io_executor& ex, auto handler) {
+    detail::start_conn_req_new(ex, p.state(), std::string(addr), std::string(port), cfg,
+                               detail::channel_mode::dedicated, std::move(handler));
+  });
+}
+
+}  // namespace arpma

@@ -1,0 +1,66 @@
+#include "arpma/error.hpp"
+#include "core/error_internal.hpp"
+
+#include <cerrno>
+#include <string>
+
+namespace arpma {
+
+const char* detail::describe(int value) noexcept {
+  switch (static_cast<errc>(value)) {
+    case errc::unknown: return "Unknown error";
+    case errc::not_supported: return "Not supported";
+    case errc::provider: return "Provider error occurred";
+    case errc::no_memory: return "Out of memory";
+    case errc::invalid_argument: return "Invalid argument";
+    case errc::no_completion: return "No next completion available";
+    case errc::no_event: return "No next event available";
+    case errc::again: return "Temporary error, try again";
+    case errc::shared_channel: return "Completion channel is shared";
+    case errc::not_shared_channel: return "Completion channel is not shared";
+  }
+  return value == 0 ? "Success" : "Unknown error";
+}
+
+namespace {
+
+// A code that came from the transport rather than from arpma itself.
+bool is_provider_code(const std::error_code& code) noexcept {
+  if (!code) return false;
+  const auto& cat = code.category();
+  if (cat == std::system_category() || cat == std::generic_category())
+    return code.value() != ECANCELED;
+  return cat != error_category();
+}
+
+class category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "arpma"; }
+  std::string message(int value) const override { return detail::describe(value); }
+  bool equivalent(const std::error_code& code, int condition) const noexcept override {
+    if (code.category() == *this) return code.value() == condition;
+    return condition == static_cast<int>(errc::provider) && is_provider_code(code);
+  }
+};
+
+}  // namespace
+
+const std::error_category& error_category() noexcept {
+  static const category instance;
+  return instance;
+}
+
+std::error_condition make_error_condition(errc e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
+
+int to_rpma_error(const std::error_code& ec) noexcept {
+  if (!ec) return 0;
+  if (ec.category() == error_category()) return ec.value();
+  if (is_provider_code(ec)) return static_cast<int>(errc::provider);
+  return static_cast<int>(errc::unknown);
+}
+
+}  // namespace arpma

@@ -1,0 +1,130 @@
+// The seam between arpma's core and a transport (rdma-core, the soft provider,
+// or the scripted fake used by unit tests). Core sees only these opaque handles
+// and never includes <rdma/rdma_cma.h> or <infiniband/verbs.h>.
+#pragma once
+
+#include "arpma/result.hpp"
+
+#include <array>
+#include <cstdint>
+#include <system_error>
+
+struct ibv_context;
+struct sockaddr;
+
+namespace arpma::provider {
+
+// Opaque handles; each provider casts its own objects to and from them.
+struct event_channel;
+struct cm_id;
+struct pd;
+struct comp_channel;
+struct cq;
+using device = ::ibv_context;
+
+enum class cm_event_type {
+  addr_resolved,
+  addr_error,
+  route_resolved,
+  route_error,
+  connect_request,
+  connect_response,
+  connect_error,
+  unreachable,
+  rejected,
+  established,
+  disconnected,
+  device_removal,
+  addr_change,
+  timewait_exit,
+  other,
+};
+
+[[nodiscard]] const char* to_string(cm_event_type type) noexcept;
+
+/// One rdma_cm event, copied out of the provider and already acknowledged, so
+/// no id is ever kept from being migrated or destroyed by a pending event.
+struct cm_event {
+  cm_event_type type = cm_event_type::other;
+  cm_id* id = nullptr;          ///< the id the event is about (new id for connect_request)
+  std::uint64_t context = 0;    ///< context of the id (listener's for connect_request)
+  int status = 0;               ///< negative errno, or the reject reason
+  std::uint8_t private_data_len = 0;
+  std::array<std::uint8_t, 255> private_data{};
+};
+
+/// Queue pair shape; librpma's fixed values are the defaults.
+struct qp_config {
+  cq* send_cq = nullptr;
+  cq* recv_cq = nullptr;
+  std::uint32_t max_send_wr = 10;
+  std::uint32_t max_recv_wr = 10;
+  std::uint32_t max_sge = 1;
+  std::uint32_t max_inline_data = 8;
+};
+
+/// Every call either succeeds or returns the provider's errno as a
+/// system-category error_code, with nothing left half-created.
+class provider {
+ public:
+  provider() = default;
+  provider(const provider&) = delete;
+  provider& operator=(const provider&) = delete;
+  virtual ~provider() = default;
+
+  [[nodiscard]] virtual const char* name() const noexcept = 0;
+  /// True when `dev` is a device handle this provider handed out.
+  [[nodiscard]] virtual bool owns(const device* dev) const noexcept = 0;
+
+  /// The device that owns a local (`remote == false`, bind) or remote
+  /// (resolve within 1000 ms) IP address. Blocks, as librpma does.
+  virtual result<device*> find_device(const char* addr, bool remote) = 0;
+
+  // Connection manager. Event channel fds are non-blocking.
+  virtual result<event_channel*> create_event_channel() = 0;
+  virtual void destroy_event_channel(event_channel* channel) noexcept = 0;
+  [[nodiscard]] virtual int event_channel_fd(const event_channel* channel) const noexcept = 0;
+  /// Reads and acknowledges one event; EAGAIN when none is pending.
+  virtual std::error_code get_cm_event(event_channel* channel, cm_event& out) = 0;
+  virtual result<cm_id*> create_id(event_channel* channel, std::uint64_t context) = 0;
+  virtual std::error_code destroy_id(cm_id* id) noexcept = 0;
+  virtual std::error_code resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) = 0;
+  virtual std::error_code resolve_route(cm_id* id, int timeout_ms) = 0;
+  /// The device the id is bound to (after address resolution), or nullptr.
+  [[nodiscard]] virtual device* id_device(const cm_id* id) const noexcept = 0;
+
+  // Verbs.
+  virtual result<pd*> alloc_pd(device* dev) = 0;
+  virtual std::error_code dealloc_pd(pd* pd) noexcept = 0;
+  virtual result<comp_channel*> create_comp_channel(device* dev) = 0;
+  virtual std::error_code destroy_comp_channel(comp_channel* channel) noexcept = 0;
+  [[nodiscard]] virtual int comp_channel_fd(const comp_channel* channel) const noexcept = 0;
+  virtual result<cq*> create_cq(device* dev, int cqe, comp_channel* channel) = 0;
+  virtual std::error_code destroy_cq(cq* cq) noexcept = 0;
+  virtual std::error_code req_notify_cq(cq* cq, bool solicited_only) = 0;
+  /// Creates the RC queue pair of `id` (rdma_create_qp_ex semantics).
+  virtual std::error_code create_qp(cm_id* id, pd* pd, const qp_config& config) = 0;
+  virtual void destroy_qp(cm_id* id) noexcept = 0;
+  [[nodiscard]] virtual std::uint32_t qp_num(const cm_id* id) const noexcept = 0;
+};
+
+/// The provider chosen by ARPMA_PROVIDER (verbs | soft | auto; default auto).
+[[nodiscard]] provider& default_provider();
+
+/// The provider that handed out `dev`, or nullptr when none did.
+[[nodiscard]] provider* provider_of(const device* dev) noexcept;
+
+/// Test seam: while alive, `p` is the default provider and is asked first
+/// about device ownership. Not thread-safe; install before any other call.
+class scoped_override {
+ public:
+  explicit scoped_override(provider& p) noexcept;
+  scoped_override(const scoped_override&) = delete;
+  scoped_override& operator=(const scoped_override&) = delete;
+  ~scoped_override();
+
+ private:
+  provider* previous_;
+};
+
+}  // namespace arpma::provider

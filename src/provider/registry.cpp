@@ -1,0 +1,70 @@
+// Chooses the provider for new peers and finds the provider of a device.
+#include "provider/provider.hpp"
+#include "core/log_internal.hpp"
+#include "provider/verbs/verbs_provider.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace arpma::provider {
+namespace {
+
+provider* override_provider = nullptr;
+
+provider& verbs() {
+  static verbs_provider instance;
+  return instance;
+}
+
+provider& choose_from_environment() {
+  const char* env = std::getenv("ARPMA_PROVIDER");
+  const std::string_view choice = env != nullptr ? env : "auto";
+  if (choice != "verbs" && choice != "auto")
+    ARPMA_LOG(log_level::warning, "ARPMA_PROVIDER=%s is not available in this build; using verbs",
+              env);
+  return verbs();
+}
+
+}  // namespace
+
+const char* to_string(cm_event_type type) noexcept {
+  switch (type) {
+    case cm_event_type::addr_resolved: return "ADDR_RESOLVED";
+    case cm_event_type::addr_error: return "ADDR_ERROR";
+    case cm_event_type::route_resolved: return "ROUTE_RESOLVED";
+    case cm_event_type::route_error: return "ROUTE_ERROR";
+    case cm_event_type::connect_request: return "CONNECT_REQUEST";
+    case cm_event_type::connect_response: return "CONNECT_RESPONSE";
+    case cm_event_type::connect_error: return "CONNECT_ERROR";
+    case cm_event_type::unreachable: return "UNREACHABLE";
+    case cm_event_type::rejected: return "REJECTED";
+    case cm_event_type::established: return "ESTABLISHED";
+    case cm_event_type::disconnected: return "DISCONNECTED";
+    case cm_event_type::device_removal: return "DEVICE_REMOVAL";
+    case cm_event_type::addr_change: return "ADDR_CHANGE";
+    case cm_event_type::timewait_exit: return "TIMEWAIT_EXIT";
+    case cm_event_type::other: break;
+  }
+  return "OTHER";
+}
+
+provider& default_provider() {
+  if (override_provider != nullptr) return *override_provider;
+  static provider& chosen = choose_from_environment();
+  return chosen;
+}
+
+provider* provider_of(const device* dev) noexcept {
+  if (dev == nullptr) return nullptr;
+  if (override_provider != nullptr && override_provider->owns(dev)) return override_provider;
+  provider& v = verbs();
+  return v.owns(dev) ? &v : nullptr;
+}
+
+scoped_override::scoped_override(provider& p) noexcept : previous_(override_provider) {
+  override_provider = &p;
+}
+
+scoped_override::~scoped_override() { override_provider = previous_; }
+
+}  // namespace arpma::provider

@@ -1,0 +1,230 @@
+#include "provider/verbs/verbs_provider.hpp"
+
+#include "core/log_internal.hpp"
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace arpma::provider {
+namespace {
+
+// rdma-core reports failures through errno; some paths leave it 0.
+std::error_code last_error() noexcept {
+  return {errno != 0 ? errno : EIO, std::system_category()};
+}
+
+std::error_code from_status(int rc) noexcept {
+  if (rc == 0) return {};
+  return {rc > 0 ? rc : (rc < 0 ? -rc : EIO), std::system_category()};
+}
+
+auto* native(event_channel* c) noexcept { return reinterpret_cast<rdma_event_channel*>(c); }
+auto* native(const event_channel* c) noexcept {
+  return reinterpret_cast<const rdma_event_channel*>(c);
+}
+auto* native(cm_id* id) noexcept { return reinterpret_cast<rdma_cm_id*>(id); }
+auto* native(const cm_id* id) noexcept { return reinterpret_cast<const rdma_cm_id*>(id); }
+auto* native(pd* p) noexcept { return reinterpret_cast<ibv_pd*>(p); }
+auto* native(comp_channel* c) noexcept { return reinterpret_cast<ibv_comp_channel*>(c); }
+auto* native(const comp_channel* c) noexcept {
+  return reinterpret_cast<const ibv_comp_channel*>(c);
+}
+auto* native(cq* c) noexcept { return reinterpret_cast<ibv_cq*>(c); }
+
+cm_event_type translate(rdma_cm_event_type type) noexcept {
+  switch (type) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED: return cm_event_type::addr_resolved;
+    case RDMA_CM_EVENT_ADDR_ERROR: return cm_event_type::addr_error;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: return cm_event_type::route_resolved;
+    case RDMA_CM_EVENT_ROUTE_ERROR: return cm_event_type::route_error;
+    case RDMA_CM_EVENT_CONNECT_REQUEST: return cm_event_type::connect_request;
+    case RDMA_CM_EVENT_CONNECT_RESPONSE: return cm_event_type::connect_response;
+    case RDMA_CM_EVENT_CONNECT_ERROR: return cm_event_type::connect_error;
+    case RDMA_CM_EVENT_UNREACHABLE: return cm_event_type::unreachable;
+    case RDMA_CM_EVENT_REJECTED: return cm_event_type::rejected;
+    case RDMA_CM_EVENT_ESTABLISHED: return cm_event_type::established;
+    case RDMA_CM_EVENT_DISCONNECTED: return cm_event_type::disconnected;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: return cm_event_type::device_removal;
+    case RDMA_CM_EVENT_ADDR_CHANGE: return cm_event_type::addr_change;
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return cm_event_type::timewait_exit;
+    default: return cm_event_type::other;
+  }
+}
+
+// Frees rdma_getaddrinfo results on every path.
+struct addrinfo_guard {
+  rdma_addrinfo* info = nullptr;
+  ~addrinfo_guard() {
+    if (info != nullptr) rdma_freeaddrinfo(info);
+  }
+};
+
+}  // namespace
+
+result<device*> verbs_provider::find_device(const char* addr, bool remote) {
+  rdma_addrinfo hints{};
+  hints.ai_flags = remote ? 0 : RAI_PASSIVE;
+  hints.ai_qp_type = IBV_QPT_RC;
+  hints.ai_port_space = RDMA_PS_TCP;
+  addrinfo_guard info;
+  if (const int rc = rdma_getaddrinfo(addr, nullptr, &hints, &info.info); rc != 0) {
+    // rdma_getaddrinfo returns EAI_* codes (errno set for EAI_SYSTEM).
+    const std::error_code ec =
+        rc == EAI_SYSTEM ? last_error() : std::make_error_code(std::errc::address_not_available);
+    ARPMA_LOG(log_level::error, "rdma_getaddrinfo(%s): %s", addr,
+              rc == EAI_SYSTEM ? std::strerror(ec.value()) : gai_strerror(rc));
+    return ec;
+  }
+  rdma_cm_id* id = nullptr;
+  if (rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) != 0) {
+    const auto ec = last_error();
+    ARPMA_LOG_FAILURE("rdma_create_id", ec);
+    return ec;
+  }
+  const int rc = remote ? rdma_resolve_addr(id, info.info->ai_src_addr, info.info->ai_dst_addr, 1000)
+                        : rdma_bind_addr(id, info.info->ai_src_addr);
+  const std::error_code ec = rc != 0 ? last_error() : std::error_code{};
+  device* dev = id->verbs;
+  rdma_destroy_id(id);
+  if (ec) {
+    ARPMA_LOG_FAILURE(remote ? "rdma_resolve_addr" : "rdma_bind_addr", ec);
+    return ec;
+  }
+  if (dev == nullptr) {
+    // Bound to a wildcard or non-RDMA address: no device owns it.
+    const auto none = std::make_error_code(std::errc::no_such_device);
+    ARPMA_LOG_FAILURE("no RDMA device for the address", none);
+    return none;
+  }
+  return dev;
+}
+
+result<event_channel*> verbs_provider::create_event_channel() {
+  rdma_event_channel* channel = rdma_create_event_channel();
+  if (channel == nullptr) return last_error();
+  const int flags = fcntl(channel->fd, F_GETFL);
+  if (flags < 0 || fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    const auto ec = last_error();
+    rdma_destroy_event_channel(channel);
+    return ec;
+  }
+  return reinterpret_cast<event_channel*>(channel);
+}
+
+void verbs_provider::destroy_event_channel(event_channel* channel) noexcept {
+  rdma_destroy_event_channel(native(channel));
+}
+
+int verbs_provider::event_channel_fd(const event_channel* channel) const noexcept {
+  return native(channel)->fd;
+}
+
+std::error_code verbs_provider::get_cm_event(event_channel* channel, cm_event& out) {
+  rdma_cm_event* event = nullptr;
+  if (rdma_get_cm_event(native(channel), &event) != 0) return last_error();
+  out.type = translate(event->event);
+  out.id = reinterpret_cast<cm_id*>(event->id);
+  const rdma_cm_id* owner = event->listen_id != nullptr ? event->listen_id : event->id;
+  out.context = reinterpret_cast<std::uintptr_t>(owner->context);
+  out.status = event->status;
+  const auto& conn = event->param.conn;
+  out.private_data_len = conn.private_data != nullptr ? conn.private_data_len : 0;
+  if (out.private_data_len > 0)
+    std::memcpy(out.private_data.data(), conn.private_data, out.private_data_len);
+  // Acknowledged at once: a pending event would block migrate/destroy of its id.
+  rdma_ack_cm_event(event);
+  return {};
+}
+
+result<cm_id*> verbs_provider::create_id(event_channel* channel, std::uint64_t context) {
+  rdma_cm_id* id = nullptr;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the context is an opaque token
+  auto* ctx = reinterpret_cast<void*>(static_cast<std::uintptr_t>(context));
+  if (rdma_create_id(native(channel), &id, ctx, RDMA_PS_TCP) != 0) return last_error();
+  return reinterpret_cast<cm_id*>(id);
+}
+
+std::error_code verbs_provider::destroy_id(cm_id* id) noexcept {
+  return rdma_destroy_id(native(id)) != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code verbs_provider::resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) {
+  return rdma_resolve_addr(native(id), nullptr, const_cast<sockaddr*>(dst), timeout_ms) != 0
+             ? last_error()
+             : std::error_code{};
+}
+
+std::error_code verbs_provider::resolve_route(cm_id* id, int timeout_ms) {
+  return rdma_resolve_route(native(id), timeout_ms) != 0 ? last_error() : std::error_code{};
+}
+
+device* verbs_provider::id_device(const cm_id* id) const noexcept { return native(id)->verbs; }
+
+result<pd*> verbs_provider::alloc_pd(device* dev) {
+  errno = 0;
+  ibv_pd* p = ibv_alloc_pd(dev);
+  if (p == nullptr) return last_error();
+  return reinterpret_cast<pd*>(p);
+}
+
+std::error_code verbs_provider::dealloc_pd(pd* p) noexcept {
+  return from_status(ibv_dealloc_pd(native(p)));
+}
+
+result<comp_channel*> verbs_provider::create_comp_channel(device* dev) {
+  ibv_comp_channel* channel = ibv_create_comp_channel(dev);
+  if (channel == nullptr) return last_error();
+  return reinterpret_cast<comp_channel*>(channel);
+}
+
+std::error_code verbs_provider::destroy_comp_channel(comp_channel* channel) noexcept {
+  return from_status(ibv_destroy_comp_channel(native(channel)));
+}
+
+int verbs_provider::comp_channel_fd(const comp_channel* channel) const noexcept {
+  return native(channel)->fd;
+}
+
+result<cq*> verbs_provider::create_cq(device* dev, int cqe, comp_channel* channel) {
+  ibv_cq* c = ibv_create_cq(dev, cqe, nullptr, native(channel), 0);
+  if (c == nullptr) return last_error();
+  return reinterpret_cast<cq*>(c);
+}
+
+std::error_code verbs_provider::destroy_cq(cq* c) noexcept {
+  return from_status(ibv_destroy_cq(native(c)));
+}
+
+std::error_code verbs_provider::req_notify_cq(cq* c, bool solicited_only) {
+  return from_status(ibv_req_notify_cq(native(c), solicited_only ? 1 : 0));
+}
+
+std::error_code verbs_provider::create_qp(cm_id* id, pd* p, const qp_config& config) {
+  ibv_qp_init_attr_ex attr{};
+  attr.send_cq = native(config.send_cq);
+  attr.recv_cq = native(config.recv_cq);
+  attr.cap.max_send_wr = config.max_send_wr;
+  attr.cap.max_recv_wr = config.max_recv_wr;
+  attr.cap.max_send_sge = config.max_sge;
+  attr.cap.max_recv_sge = config.max_sge;
+  attr.cap.max_inline_data = config.max_inline_data;
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 0;
+  attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+  attr.pd = native(p);
+  return rdma_create_qp_ex(native(id), &attr) != 0 ? last_error() : std::error_code{};
+}
+
+void verbs_provider::destroy_qp(cm_id* id) noexcept { rdma_destroy_qp(native(id)); }
+
+std::uint32_t verbs_provider::qp_num(const cm_id* id) const noexcept {
+  const ibv_qp* qp = native(id)->qp;
+  return qp != nullptr ? qp->qp_num : 0;
+}
+
+}  // namespace arpma::provider

@@ -1,0 +1,442 @@
+#include "fake/fake_provider.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <deque>
+
+namespace arpma::test {
+
+using prov::cm_event;
+using prov::cm_event_type;
+
+struct fake_provider::channel {
+  int fd = -1;
+  std::deque<cm_event> queue;
+  int ids = 0;
+  bool closed = false;
+  ~channel() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct fake_provider::id {
+  channel* owner = nullptr;
+  std::uint64_t context = 0;
+  bool addr_requested = false;
+  bool has_qp = false;
+  prov::qp_config qp;
+  pd_obj* qp_pd = nullptr;
+  std::uint32_t qp_num = 0;
+};
+
+struct fake_provider::pd_obj {
+  int qps = 0;
+};
+
+struct fake_provider::comp_obj {
+  int fd = -1;
+  int cqs = 0;
+  ~comp_obj() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct fake_provider::cq_obj {
+  comp_obj* channel = nullptr;
+  int cqe = 0;
+  bool armed = false;
+  int qps = 0;
+};
+
+namespace {
+
+template <class T, class H>
+T* as(H* handle) noexcept {
+  return reinterpret_cast<T*>(handle);
+}
+
+template <class H, class T>
+H* handle(T* object) noexcept {
+  return reinterpret_cast<H*>(object);
+}
+
+std::error_code sys(int err) { return {err, std::system_category()}; }
+
+}  // namespace
+
+fake_provider::fake_provider()
+    : dev_(reinterpret_cast<prov::device*>(new std::uint64_t[8]{})),
+      addr_events_{{cm_event_type::addr_resolved}},
+      route_events_{{cm_event_type::route_resolved}},
+      timer_([this] { timer_loop(); }) {}
+
+fake_provider::~fake_provider() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  timer_.join();
+  delete[] reinterpret_cast<std::uint64_t*>(dev_);
+}
+
+void fake_provider::fail(const std::string& call, int err, int nth) {
+  const std::lock_guard lock(mutex_);
+  failures_[call][counts_[call] + nth] = err;
+}
+
+void fake_provider::on_resolve_addr(std::vector<response> events) {
+  const std::lock_guard lock(mutex_);
+  addr_events_ = std::move(events);
+}
+
+void fake_provider::on_resolve_route(std::vector<response> events) {
+  const std::lock_guard lock(mutex_);
+  route_events_ = std::move(events);
+}
+
+std::error_code fake_provider::enter(const char* call) {
+  const std::lock_guard lock(mutex_);
+  calls_.emplace_back(call);
+  const int count = ++counts_[call];
+  auto it = failures_.find(call);
+  if (it == failures_.end()) return {};
+  auto hit = it->second.find(count);
+  if (hit == it->second.end()) return {};
+  const int err = hit->second;
+  it->second.erase(hit);
+  return sys(err);
+}
+
+void fake_provider::violation(std::string what) {
+  const std::lock_guard lock(mutex_);
+  violations_.push_back(std::move(what));
+}
+
+std::vector<std::string> fake_provider::calls() const {
+  const std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+std::vector<std::string> fake_provider::take_calls() {
+  const std::lock_guard lock(mutex_);
+  std::vector<std::string> out(calls_.begin() + static_cast<std::ptrdiff_t>(taken_), calls_.end());
+  taken_ = calls_.size();
+  return out;
+}
+
+std::size_t fake_provider::live_objects() const {
+  const std::lock_guard lock(mutex_);
+  std::size_t qps = 0;
+  for (const id* i : ids_) qps += i->has_qp ? 1 : 0;
+  return channels_.size() + ids_.size() + pds_.size() + comps_.size() + cqs_.size() + qps;
+}
+
+std::vector<std::string> fake_provider::violations() const {
+  const std::lock_guard lock(mutex_);
+  return violations_;
+}
+
+int fake_provider::event_channels_created() const {
+  const std::lock_guard lock(mutex_);
+  return channels_created_;
+}
+
+std::vector<prov::cm_id*> fake_provider::ids() const {
+  const std::lock_guard lock(mutex_);
+  std::vector<prov::cm_id*> out;
+  for (id* i : ids_) out.push_back(handle<prov::cm_id>(i));
+  return out;
+}
+
+std::unique_ptr<fake_provider::qp_info> fake_provider::qp_of(const prov::cm_id* h) const {
+  const std::lock_guard lock(mutex_);
+  const id* i = as<const id>(h);
+  if (std::find(ids_.begin(), ids_.end(), i) == ids_.end() || !i->has_qp) return nullptr;
+  auto info = std::make_unique<qp_info>();
+  const auto* send = as<cq_obj>(i->qp.send_cq);
+  const auto* recv = as<cq_obj>(i->qp.recv_cq);
+  info->send_cqe = send->cqe;
+  info->recv_cqe = recv->cqe;
+  info->same_cq = send == recv;
+  info->cqs_armed = send->armed && recv->armed;
+  info->shared_comp_channel = !info->same_cq && send->channel == recv->channel;
+  info->config = i->qp;
+  return info;
+}
+
+// ---- events ----------------------------------------------------------------
+
+void fake_provider::push(const std::shared_ptr<channel>& target, const cm_event& event) {
+  if (target->closed) return;
+  target->queue.push_back(event);
+  const std::uint64_t one = 1;
+  (void)!::write(target->fd, &one, sizeof one);
+}
+
+void fake_provider::schedule(id* target, const std::vector<response>& events) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::shared_ptr<channel> ch = channels_.at(target->owner);
+  bool delayed = false;
+  for (const auto& r : events) {
+    cm_event ev;
+    ev.type = r.type;
+    ev.status = r.status;
+    ev.id = handle<prov::cm_id>(target);
+    ev.context = target->context;
+    if (r.delay.count() == 0) {
+      push(ch, ev);
+    } else {
+      delayed_.push_back({now + r.delay, ch, ev});
+      delayed = true;
+    }
+  }
+  if (delayed) wake_.notify_all();
+}
+
+void fake_provider::deliver(prov::cm_id* h, cm_event_type type, int status) {
+  const std::lock_guard lock(mutex_);
+  schedule(as<id>(h), {{type, status}});
+}
+
+void fake_provider::timer_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (delayed_.empty()) {
+      wake_.wait(lock);
+      continue;
+    }
+    auto next = std::min_element(delayed_.begin(), delayed_.end(),
+                                 [](const auto& a, const auto& b) { return a.due < b.due; });
+    if (next->due > std::chrono::steady_clock::now()) {
+      wake_.wait_until(lock, next->due);
+      continue;
+    }
+    push(next->target, next->event);
+    delayed_.erase(next);
+  }
+}
+
+// ---- provider: connection manager ------------------------------------------
+
+result<prov::device*> fake_provider::find_device(const char* /*addr*/, bool /*remote*/) {
+  if (auto ec = enter("find_device")) return ec;
+  return dev_;
+}
+
+result<prov::event_channel*> fake_provider::create_event_channel() {
+  if (auto ec = enter("create_event_channel")) return ec;
+  auto ch = std::make_shared<channel>();
+  ch->fd = ::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
+  if (ch->fd < 0) return sys(errno);
+  const std::lock_guard lock(mutex_);
+  ++channels_created_;
+  channels_[ch.get()] = ch;
+  return handle<prov::event_channel>(ch.get());
+}
+
+void fake_provider::destroy_event_channel(prov::event_channel* h) noexcept {
+  (void)enter("destroy_event_channel");
+  const std::lock_guard lock(mutex_);
+  auto it = channels_.find(as<channel>(h));
+  if (it == channels_.end()) {
+    violations_.emplace_back("destroy of unknown event channel");
+    return;
+  }
+  if (it->second->ids > 0) violations_.emplace_back("event channel destroyed with live ids");
+  it->second->closed = true;
+  channels_.erase(it);  // delayed events may still hold it; they are dropped
+}
+
+int fake_provider::event_channel_fd(const prov::event_channel* h) const noexcept {
+  return as<const channel>(h)->fd;
+}
+
+std::error_code fake_provider::get_cm_event(prov::event_channel* h, cm_event& out) {
+  auto* ch = as<channel>(h);
+  std::uint64_t one = 0;
+  if (::read(ch->fd, &one, sizeof one) != sizeof one) return sys(errno);
+  const std::lock_guard lock(mutex_);
+  out = ch->queue.front();
+  ch->queue.pop_front();
+  return {};
+}
+
+result<prov::cm_id*> fake_provider::create_id(prov::event_channel* h,
+                                                  std::uint64_t context) {
+  if (auto ec = enter("create_id")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = new id;
+  i->owner = as<channel>(h);
+  i->context = context;
+  ++i->owner->ids;
+  ids_.push_back(i);
+  return handle<prov::cm_id>(i);
+}
+
+std::error_code fake_provider::destroy_id(prov::cm_id* h) noexcept {
+  const auto scripted = enter("destroy_id");
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  auto it = std::find(ids_.begin(), ids_.end(), i);
+  if (it == ids_.end()) {
+    violations_.emplace_back("destroy of unknown id");
+    return sys(EINVAL);
+  }
+  if (i->has_qp) violations_.emplace_back("id destroyed before its QP");
+  --i->owner->ids;
+  ids_.erase(it);
+  delete i;
+  return scripted;  // rdma_destroy_id frees the id even when it reports an error
+}
+
+std::error_code fake_provider::resolve_addr(prov::cm_id* h, const sockaddr* /*dst*/,
+                                            int /*timeout_ms*/) {
+  if (auto ec = enter("resolve_addr")) return ec;
+  const std::lock_guard lock(mutex_);
+  as<id>(h)->addr_requested = true;
+  schedule(as<id>(h), addr_events_);
+  return {};
+}
+
+std::error_code fake_provider::resolve_route(prov::cm_id* h, int /*timeout_ms*/) {
+  if (auto ec = enter("resolve_route")) return ec;
+  const std::lock_guard lock(mutex_);
+  schedule(as<id>(h), route_events_);
+  return {};
+}
+
+prov::device* fake_provider::id_device(const prov::cm_id* h) const noexcept {
+  return as<const id>(h)->addr_requested ? dev_ : nullptr;
+}
+
+// ---- provider: verbs -------------------------------------------------------
+
+result<prov::pd*> fake_provider::alloc_pd(prov::device* dev) {
+  if (auto ec = enter("alloc_pd")) return ec;
+  if (dev != dev_) return sys(EINVAL);
+  const std::lock_guard lock(mutex_);
+  auto* p = new pd_obj;
+  pds_.insert(p);
+  return handle<prov::pd>(p);
+}
+
+std::error_code fake_provider::dealloc_pd(prov::pd* h) noexcept {
+  if (auto ec = enter("dealloc_pd")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* p = as<pd_obj>(h);
+  if (pds_.erase(p) == 0) {
+    violations_.emplace_back("dealloc of unknown pd");
+    return sys(EINVAL);
+  }
+  if (p->qps > 0) {
+    pds_.insert(p);
+    return sys(EBUSY);  // as verbs: a PD in use stays
+  }
+  delete p;
+  return {};
+}
+
+result<prov::comp_channel*> fake_provider::create_comp_channel(prov::device* dev) {
+  if (auto ec = enter("create_comp_channel")) return ec;
+  if (dev != dev_) return sys(EINVAL);
+  auto* c = new comp_obj;
+  c->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  const std::lock_guard lock(mutex_);
+  comps_.insert(c);
+  return handle<prov::comp_channel>(c);
+}
+
+std::error_code fake_provider::destroy_comp_channel(prov::comp_channel* h) noexcept {
+  const auto scripted = enter("destroy_comp_channel");
+  const std::lock_guard lock(mutex_);
+  auto* c = as<comp_obj>(h);
+  if (comps_.erase(c) == 0) {
+    violations_.emplace_back("destroy of unknown completion channel");
+    return sys(EINVAL);
+  }
+  if (c->cqs > 0) violations_.emplace_back("completion channel destroyed before its CQs");
+  delete c;
+  return scripted;
+}
+
+int fake_provider::comp_channel_fd(const prov::comp_channel* h) const noexcept {
+  return as<const comp_obj>(h)->fd;
+}
+
+result<prov::cq*> fake_provider::create_cq(prov::device* dev, int cqe,
+                                               prov::comp_channel* ch) {
+  if (auto ec = enter("create_cq")) return ec;
+  if (dev != dev_ || cqe <= 0) return sys(EINVAL);
+  const std::lock_guard lock(mutex_);
+  auto* c = new cq_obj;
+  c->channel = as<comp_obj>(ch);
+  c->cqe = cqe;
+  if (c->channel != nullptr) ++c->channel->cqs;
+  cqs_.insert(c);
+  return handle<prov::cq>(c);
+}
+
+std::error_code fake_provider::destroy_cq(prov::cq* h) noexcept {
+  const auto scripted = enter("destroy_cq");
+  const std::lock_guard lock(mutex_);
+  auto* c = as<cq_obj>(h);
+  if (cqs_.erase(c) == 0) {
+    violations_.emplace_back("destroy of unknown cq");
+    return sys(EINVAL);
+  }
+  if (c->qps > 0) violations_.emplace_back("cq destroyed before its QP");
+  if (c->channel != nullptr) --c->channel->cqs;
+  delete c;
+  return scripted;
+}
+
+std::error_code fake_provider::req_notify_cq(prov::cq* h, bool /*solicited_only*/) {
+  if (auto ec = enter("req_notify_cq")) return ec;
+  const std::lock_guard lock(mutex_);
+  as<cq_obj>(h)->armed = true;
+  return {};
+}
+
+std::error_code fake_provider::create_qp(prov::cm_id* h, prov::pd* p,
+                                         const prov::qp_config& config) {
+  if (auto ec = enter("create_qp")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (i->has_qp || !pds_.contains(as<pd_obj>(p)) || !cqs_.contains(as<cq_obj>(config.send_cq)) ||
+      !cqs_.contains(as<cq_obj>(config.recv_cq)))
+    return sys(EINVAL);
+  i->has_qp = true;
+  i->qp = config;
+  i->qp_pd = as<pd_obj>(p);
+  i->qp_num = next_qp_num_++;
+  ++i->qp_pd->qps;
+  ++as<cq_obj>(config.send_cq)->qps;
+  ++as<cq_obj>(config.recv_cq)->qps;
+  return {};
+}
+
+void fake_provider::destroy_qp(prov::cm_id* h) noexcept {
+  (void)enter("destroy_qp");
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (!i->has_qp) {
+    violations_.emplace_back("destroy of a QP that does not exist");
+    return;
+  }
+  i->has_qp = false;
+  --i->qp_pd->qps;
+  --as<cq_obj>(i->qp.send_cq)->qps;
+  --as<cq_obj>(i->qp.recv_cq)->qps;
+}
+
+std::uint32_t fake_provider::qp_num(const prov::cm_id* h) const noexcept {
+  const std::lock_guard lock(mutex_);
+  return as<const id>(h)->qp_num;
+}
+
+}  // namespace arpma::test
