@@ -73,11 +73,14 @@ result<device*> verbs_provider::find_device(const char* addr, bool remote) {
   hints.ai_port_space = RDMA_PS_TCP;
   addrinfo_guard info;
   if (const int rc = rdma_getaddrinfo(addr, nullptr, &hints, &info.info); rc != 0) {
-    // rdma_getaddrinfo returns EAI_* codes (errno set for EAI_SYSTEM).
+    // -1 with errno (e.g. ENODEV: no RDMA device), or an EAI_* code.
+    const bool has_errno = rc == -1 || rc == EAI_SYSTEM;
     const std::error_code ec =
-        rc == EAI_SYSTEM ? last_error() : std::make_error_code(std::errc::address_not_available);
-    ARPMA_LOG(log_level::error, "rdma_getaddrinfo(%s): %s", addr,
-              rc == EAI_SYSTEM ? std::strerror(ec.value()) : gai_strerror(rc));
+        has_errno ? last_error() : std::make_error_code(std::errc::address_not_available);
+    if (has_errno)
+      ARPMA_LOG_FAILURE("rdma_getaddrinfo", ec);
+    else
+      ARPMA_LOG(log_level::error, "rdma_getaddrinfo(%s): %s", addr, gai_strerror(rc));
     return ec;
   }
   rdma_cm_id* id = nullptr;
