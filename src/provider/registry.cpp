@@ -1,7 +1,10 @@
 // Chooses the provider for new peers and finds the provider of a device.
 #include "provider/provider.hpp"
 #include "core/log_internal.hpp"
+#include "provider/soft/soft_provider.hpp"
 #include "provider/verbs/verbs_provider.hpp"
+
+#include <infiniband/verbs.h>
 
 #include <cstdlib>
 #include <string_view>
@@ -16,13 +19,28 @@ provider& verbs() {
   return instance;
 }
 
+provider& soft() {
+  static soft_provider instance;
+  return instance;
+}
+
+bool rdma_device_listed() {
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list != nullptr) ibv_free_device_list(list);
+  return count > 0;
+}
+
 provider& choose_from_environment() {
-  const char* env = std::getenv("ARPMA_PROVIDER");
+  const char* env = std::getenv("ARPMA_PROVIDER");  // NOLINT(concurrency-mt-unsafe): read once
   const std::string_view choice = env != nullptr ? env : "auto";
-  if (choice != "verbs" && choice != "auto")
-    ARPMA_LOG(log_level::warning, "ARPMA_PROVIDER=%s is not available in this build; using verbs",
-              env);
-  return verbs();
+  if (choice == "verbs") return verbs();
+  if (choice == "soft") return soft();
+  if (choice != "auto")
+    ARPMA_LOG(log_level::warning, "ARPMA_PROVIDER=%s is unknown; choosing automatically", env);
+  provider& chosen = rdma_device_listed() ? verbs() : soft();
+  ARPMA_LOG(log_level::info, "provider: %s", chosen.name());
+  return chosen;
 }
 
 }  // namespace
@@ -57,6 +75,7 @@ provider& default_provider() {
 provider* provider_of(const device* dev) noexcept {
   if (dev == nullptr) return nullptr;
   if (override_provider != nullptr && override_provider->owns(dev)) return override_provider;
+  if (soft().owns(dev)) return &soft();
   provider& v = verbs();
   return v.owns(dev) ? &v : nullptr;
 }

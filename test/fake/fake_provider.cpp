@@ -1,5 +1,7 @@
 #include "fake/fake_provider.hpp"
 
+#include "provider/event_queue.hpp"
+
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -14,13 +16,8 @@ using prov::cm_event;
 using prov::cm_event_type;
 
 struct fake_provider::channel {
-  int fd = -1;
-  std::deque<cm_event> queue;
+  prov::event_queue queue;
   int ids = 0;
-  bool closed = false;
-  ~channel() {
-    if (fd >= 0) ::close(fd);
-  }
 };
 
 struct fake_provider::id {
@@ -172,10 +169,7 @@ std::unique_ptr<fake_provider::qp_info> fake_provider::qp_of(const prov::cm_id* 
 // ---- events ----------------------------------------------------------------
 
 void fake_provider::push(const std::shared_ptr<channel>& target, const cm_event& event) {
-  if (target->closed) return;
-  target->queue.push_back(event);
-  const std::uint64_t one = 1;
-  (void)!::write(target->fd, &one, sizeof one);
+  target->queue.push(event);
 }
 
 void fake_provider::schedule(id* target, const std::vector<response>& events) {
@@ -231,8 +225,6 @@ result<prov::device*> fake_provider::find_device(const char* /*addr*/, bool /*re
 result<prov::event_channel*> fake_provider::create_event_channel() {
   if (auto ec = enter("create_event_channel")) return ec;
   auto ch = std::make_shared<channel>();
-  ch->fd = ::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
-  if (ch->fd < 0) return sys(errno);
   const std::lock_guard lock(mutex_);
   ++channels_created_;
   channels_[ch.get()] = ch;
@@ -248,22 +240,16 @@ void fake_provider::destroy_event_channel(prov::event_channel* h) noexcept {
     return;
   }
   if (it->second->ids > 0) violations_.emplace_back("event channel destroyed with live ids");
-  it->second->closed = true;
+  it->second->queue.close();
   channels_.erase(it);  // delayed events may still hold it; they are dropped
 }
 
 int fake_provider::event_channel_fd(const prov::event_channel* h) const noexcept {
-  return as<const channel>(h)->fd;
+  return as<const channel>(h)->queue.fd();
 }
 
 std::error_code fake_provider::get_cm_event(prov::event_channel* h, cm_event& out) {
-  auto* ch = as<channel>(h);
-  std::uint64_t one = 0;
-  if (::read(ch->fd, &one, sizeof one) != sizeof one) return sys(errno);
-  const std::lock_guard lock(mutex_);
-  out = ch->queue.front();
-  ch->queue.pop_front();
-  return {};
+  return as<channel>(h)->queue.pop(out);
 }
 
 result<prov::cm_id*> fake_provider::create_id(prov::event_channel* h,

@@ -1,0 +1,113 @@
+// The soft provider's device, address/route resolution and the verbs objects
+// of a connection request — through arpma's C++ and C APIs, on loopback.
+#include "provider/soft/soft_provider.hpp"
+
+#include "arpma/conn_req.hpp"
+#include "arpma/error.hpp"
+#include "arpma/peer.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+#include <librpma.h>
+
+#include <vector>
+
+namespace {
+
+class soft_provider_test : public ::testing::Test {
+ protected:
+  arpma::provider::soft_provider soft;
+  arpma::provider::scoped_override use_soft{soft};
+};
+
+TEST_F(soft_provider_test, device_lookup_accepts_local_and_routable_addresses) {
+  for (const char* addr : {"127.0.0.1", "::1", "localhost"}) {
+    auto local = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+    ASSERT_TRUE(local) << addr << ": " << local.error().message();
+    EXPECT_TRUE(soft.owns(local.value()));
+    auto remote = arpma::get_ibv_context(addr, arpma::ibv_context_type::remote);
+    ASSERT_TRUE(remote) << addr << ": " << remote.error().message();
+    EXPECT_EQ(remote.value(), local.value()) << "one process-wide device";
+  }
+}
+
+TEST_F(soft_provider_test, an_address_of_another_host_is_not_local) {
+  auto found = arpma::get_ibv_context("192.0.2.254", arpma::ibv_context_type::local);
+  ASSERT_FALSE(found);
+  EXPECT_EQ(found.error(), std::errc::address_not_available);
+  EXPECT_EQ(found.error(), arpma::errc::provider);
+}
+
+TEST_F(soft_provider_test, conn_req_new_over_loopback_in_cxx_and_c) {
+  auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::remote);
+  ASSERT_TRUE(dev);
+  auto peer = arpma::peer::create(dev.value());
+  ASSERT_TRUE(peer);
+  auto req = arpma::conn_req_new(peer.value(), "127.0.0.1", "7204");
+  ASSERT_TRUE(req) << req.error().message();
+  EXPECT_NE(req.value().qp_num(), 0u);
+  EXPECT_LT(req.value().qp_num(), 1u << 24);
+
+  rpma_peer* cpeer = nullptr;
+  ASSERT_EQ(rpma_peer_new(dev.value(), &cpeer), 0);
+  rpma_conn_req* creq = nullptr;
+  EXPECT_EQ(rpma_conn_req_new(cpeer, "::1", "7204", nullptr, &creq), 0);
+  EXPECT_EQ(rpma_conn_req_delete(&creq), 0);
+  EXPECT_EQ(rpma_peer_delete(&cpeer), 0);
+}
+
+TEST_F(soft_provider_test, an_unroutable_address_gives_addr_error) {
+  auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::local);
+  ASSERT_TRUE(dev);
+  auto peer = arpma::peer::create(dev.value());
+  ASSERT_TRUE(peer);
+  // The limited broadcast address has no unicast route: the lookup says EACCES.
+  auto req = arpma::conn_req_new(peer.value(), "255.255.255.255", "7204");
+  ASSERT_FALSE(req);
+  EXPECT_EQ(req.error(), std::errc::permission_denied);
+  EXPECT_EQ(req.error(), arpma::errc::provider);
+}
+
+TEST_F(soft_provider_test, many_requests_in_flight_on_one_loop) {
+  auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::remote);
+  ASSERT_TRUE(dev);
+  auto peer = arpma::peer::create(dev.value());
+  ASSERT_TRUE(peer);
+  boost::asio::io_context io;
+  std::vector<arpma::conn_req> ready;
+  int failed = 0;
+  for (int i = 0; i < 1000; ++i)
+    arpma::async_conn_req_new(io.get_executor(), peer.value(), "127.0.0.1", "7204",
+                              arpma::conn_cfg{}, [&](std::error_code ec, arpma::conn_req r) {
+                                if (ec) ++failed;
+                                ready.push_back(std::move(r));
+                              });
+  io.run();
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(ready.size(), 1000u);
+}
+
+TEST_F(soft_provider_test, objects_in_use_refuse_to_go) {
+  auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::remote);
+  ASSERT_TRUE(dev);
+  auto pd = soft.alloc_pd(dev.value());
+  ASSERT_TRUE(pd);
+  auto channel = soft.create_event_channel();
+  ASSERT_TRUE(channel);
+  auto id = soft.create_id(channel.value(), 1);
+  ASSERT_TRUE(id);
+  EXPECT_EQ(soft.resolve_route(id.value(), 100), std::errc::invalid_argument)
+      << "route before address";
+  auto cq = soft.create_cq(dev.value(), 4, nullptr);
+  ASSERT_TRUE(cq);
+  arpma::provider::qp_config config;
+  config.send_cq = config.recv_cq = cq.value();
+  EXPECT_EQ(soft.create_qp(id.value(), pd.value(), config), std::errc::invalid_argument)
+      << "a QP needs a resolved address";
+  EXPECT_FALSE(soft.destroy_cq(cq.value()));
+  EXPECT_FALSE(soft.destroy_id(id.value()));
+  soft.destroy_event_channel(channel.value());
+  EXPECT_FALSE(soft.dealloc_pd(pd.value()));
+}
+
+}  // namespace
