@@ -54,8 +54,8 @@ struct rpma_srq;
 /* ---- utils ------------------------------------------------------------- */
 
 enum rpma_util_ibv_context_type {
-	RPMA_UTIL_IBV_CONTEXT_LOCAL,  /* lookup for a local device */
-	RPMA_UTIL_IBV_CONTEXT_REMOTE, /* lookup for a remote device */
+  RPMA_UTIL_IBV_CONTEXT_LOCAL,  /* lookup for a local device */
+  RPMA_UTIL_IBV_CONTEXT_REMOTE, /* lookup for a remote device */
 };
 
 /*
@@ -72,9 +72,8 @@ enum rpma_util_ibv_context_type {
  * - RPMA_E_PROVIDER - no device owns the address (the cause is logged with
  *   its errno), or a provider call failed
  */
-int rpma_utils_get_ibv_context(const char *addr,
-		enum rpma_util_ibv_context_type type,
-		struct ibv_context **ibv_ctx_ptr);
+int rpma_utils_get_ibv_context(const char* addr, enum rpma_util_ibv_context_type type,
+                               struct ibv_context** ibv_ctx_ptr);
 
 /* ---- peer -------------------------------------------------------------- */
 
@@ -90,7 +89,7 @@ int rpma_utils_get_ibv_context(const char *addr,
  * - RPMA_E_PROVIDER - the PD allocation failed otherwise
  * C++: arpma::peer::create().
  */
-int rpma_peer_new(struct ibv_context *ibv_ctx, struct rpma_peer **peer_ptr);
+int rpma_peer_new(struct ibv_context* ibv_ctx, struct rpma_peer** peer_ptr);
 
 /*
  * rpma_peer_delete -- delete a peer object
@@ -103,7 +102,7 @@ int rpma_peer_new(struct ibv_context *ibv_ctx, struct rpma_peer **peer_ptr);
  * - RPMA_E_INVAL - peer_ptr is NULL
  * - RPMA_E_PROVIDER - deallocating the PD failed
  */
-int rpma_peer_delete(struct rpma_peer **peer_ptr);
+int rpma_peer_delete(struct rpma_peer** peer_ptr);
 
 /* ---- connection configuration ----------------------------------------- */
 
@@ -114,14 +113,14 @@ int rpma_peer_delete(struct rpma_peer **peer_ptr);
  *
  * RETURN VALUE: 0, or RPMA_E_INVAL (cfg_ptr NULL), RPMA_E_NOMEM.
  */
-int rpma_conn_cfg_new(struct rpma_conn_cfg **cfg_ptr);
+int rpma_conn_cfg_new(struct rpma_conn_cfg** cfg_ptr);
 
 /*
  * rpma_conn_cfg_delete -- free a configuration and set *cfg_ptr to NULL.
  *
  * RETURN VALUE: 0 (also when *cfg_ptr is NULL), or RPMA_E_INVAL (cfg_ptr NULL).
  */
-int rpma_conn_cfg_delete(struct rpma_conn_cfg **cfg_ptr);
+int rpma_conn_cfg_delete(struct rpma_conn_cfg** cfg_ptr);
 
 /*
  * rpma_conn_cfg_set_timeout / rpma_conn_cfg_get_timeout -- address and route
@@ -130,8 +129,8 @@ int rpma_conn_cfg_delete(struct rpma_conn_cfg **cfg_ptr);
  * RETURN VALUE: 0, or RPMA_E_INVAL when cfg (or timeout_ms for the getter) is
  * NULL or timeout_ms < 0.
  */
-int rpma_conn_cfg_set_timeout(struct rpma_conn_cfg *cfg, int timeout_ms);
-int rpma_conn_cfg_get_timeout(const struct rpma_conn_cfg *cfg, int *timeout_ms);
+int rpma_conn_cfg_set_timeout(struct rpma_conn_cfg* cfg, int timeout_ms);
+int rpma_conn_cfg_get_timeout(const struct rpma_conn_cfg* cfg, int* timeout_ms);
 
 /*
  * rpma_conn_cfg_set_cq_size / _get_cq_size -- depth of the main CQ.
@@ -142,18 +141,14 @@ int rpma_conn_cfg_get_timeout(const struct rpma_conn_cfg *cfg, int *timeout_ms);
  *
  * RETURN VALUE: 0, or RPMA_E_INVAL when cfg or the out-pointer is NULL.
  */
-int rpma_conn_cfg_set_cq_size(struct rpma_conn_cfg *cfg, uint32_t cq_size);
-int rpma_conn_cfg_get_cq_size(const struct rpma_conn_cfg *cfg,
-		uint32_t *cq_size);
-int rpma_conn_cfg_set_rcq_size(struct rpma_conn_cfg *cfg, uint32_t rcq_size);
-int rpma_conn_cfg_get_rcq_size(const struct rpma_conn_cfg *cfg,
-		uint32_t *rcq_size);
-int rpma_conn_cfg_set_sq_size(struct rpma_conn_cfg *cfg, uint32_t sq_size);
-int rpma_conn_cfg_get_sq_size(const struct rpma_conn_cfg *cfg,
-		uint32_t *sq_size);
-int rpma_conn_cfg_set_rq_size(struct rpma_conn_cfg *cfg, uint32_t rq_size);
-int rpma_conn_cfg_get_rq_size(const struct rpma_conn_cfg *cfg,
-		uint32_t *rq_size);
+int rpma_conn_cfg_set_cq_size(struct rpma_conn_cfg* cfg, uint32_t cq_size);
+int rpma_conn_cfg_get_cq_size(const struct rpma_conn_cfg* cfg, uint32_t* cq_size);
+int rpma_conn_cfg_set_rcq_size(struct rpma_conn_cfg* cfg, uint32_t rcq_size);
+int rpma_conn_cfg_get_rcq_size(const struct rpma_conn_cfg* cfg, uint32_t* rcq_size);
+int rpma_conn_cfg_set_sq_size(struct rpma_conn_cfg* cfg, uint32_t sq_size);
+int rpma_conn_cfg_get_sq_size(const struct rpma_conn_cfg* cfg, uint32_t* sq_size);
+int rpma_conn_cfg_set_rq_size(struct rpma_conn_cfg* cfg, uint32_t rq_size);
+int rpma_conn_cfg_get_rq_size(const struct rpma_conn_cfg* cfg, uint32_t* rq_size);
 
 /*
  * rpma_conn_cfg_set_compl_channel / _get_compl_channel -- whether the main
@@ -161,9 +156,8 @@ int rpma_conn_cfg_get_rq_size(const struct rpma_conn_cfg *cfg,
  *
  * RETURN VALUE: 0, or RPMA_E_INVAL when cfg or the out-pointer is NULL.
  */
-int rpma_conn_cfg_set_compl_channel(struct rpma_conn_cfg *cfg, bool shared);
-int rpma_conn_cfg_get_compl_channel(const struct rpma_conn_cfg *cfg,
-		bool *shared);
+int rpma_conn_cfg_set_compl_channel(struct rpma_conn_cfg* cfg, bool shared);
+int rpma_conn_cfg_get_compl_channel(const struct rpma_conn_cfg* cfg, bool* shared);
 
 /*
  * rpma_conn_cfg_set_srq / _get_srq -- the shared receive queue connections
@@ -172,9 +166,8 @@ int rpma_conn_cfg_get_compl_channel(const struct rpma_conn_cfg *cfg,
  * RETURN VALUE: 0, or RPMA_E_INVAL when cfg, srq (setter) or srq_ptr
  * (getter) is NULL.
  */
-int rpma_conn_cfg_set_srq(struct rpma_conn_cfg *cfg, struct rpma_srq *srq);
-int rpma_conn_cfg_get_srq(const struct rpma_conn_cfg *cfg,
-		struct rpma_srq **srq_ptr);
+int rpma_conn_cfg_set_srq(struct rpma_conn_cfg* cfg, struct rpma_srq* srq);
+int rpma_conn_cfg_get_srq(const struct rpma_conn_cfg* cfg, struct rpma_srq** srq_ptr);
 
 /* ---- connection request ------------------------------------------------ */
 
@@ -200,9 +193,8 @@ int rpma_conn_cfg_get_srq(const struct rpma_conn_cfg *cfg,
  *   or creating a completion channel, CQ or QP failed (errno logged)
  * C++: arpma::async_conn_req_new(), arpma::conn_req_new().
  */
-int rpma_conn_req_new(struct rpma_peer *peer, const char *addr,
-		const char *port, const struct rpma_conn_cfg *cfg,
-		struct rpma_conn_req **req_ptr);
+int rpma_conn_req_new(struct rpma_peer* peer, const char* addr, const char* port,
+                      const struct rpma_conn_cfg* cfg, struct rpma_conn_req** req_ptr);
 
 /*
  * rpma_conn_req_delete -- delete a connection request: destroys the QP, the
@@ -213,29 +205,29 @@ int rpma_conn_req_new(struct rpma_peer *peer, const char *addr,
  * - RPMA_E_INVAL - req_ptr is NULL
  * - RPMA_E_PROVIDER - a teardown step failed (the first error is returned)
  */
-int rpma_conn_req_delete(struct rpma_conn_req **req_ptr);
+int rpma_conn_req_delete(struct rpma_conn_req** req_ptr);
 
 /* ---- connection events ------------------------------------------------- */
 
 enum rpma_conn_event {
-	RPMA_CONN_UNDEFINED = -1, /* Undefined connection event */
-	RPMA_CONN_ESTABLISHED,    /* Connection established */
-	RPMA_CONN_CLOSED,         /* Connection closed */
-	RPMA_CONN_LOST,           /* Connection lost */
-	RPMA_CONN_REJECTED,       /* Connection rejected */
-	RPMA_CONN_UNREACHABLE     /* Connection unreachable */
+  RPMA_CONN_UNDEFINED = -1, /* Undefined connection event */
+  RPMA_CONN_ESTABLISHED,    /* Connection established */
+  RPMA_CONN_CLOSED,         /* Connection closed */
+  RPMA_CONN_LOST,           /* Connection lost */
+  RPMA_CONN_REJECTED,       /* Connection rejected */
+  RPMA_CONN_UNREACHABLE     /* Connection unreachable */
 };
 
 struct rpma_conn_private_data {
-	void *ptr;
-	uint8_t len;
+  void* ptr;
+  uint8_t len;
 };
 
 /*
  * rpma_utils_conn_event_2str -- a static, human-readable description of a
  * connection event ("Unsupported connection event" for unknown values).
  */
-const char *rpma_utils_conn_event_2str(enum rpma_conn_event conn_event);
+const char* rpma_utils_conn_event_2str(enum rpma_conn_event conn_event);
 
 /* ---- errors and logging ------------------------------------------------ */
 
@@ -243,22 +235,22 @@ const char *rpma_utils_conn_event_2str(enum rpma_conn_event conn_event);
  * rpma_err_2str -- a static description of 0 or an RPMA_E_* value
  * ("Unknown error" for any other value).
  */
-const char *rpma_err_2str(int ret);
+const char* rpma_err_2str(int ret);
 
 enum rpma_log_level {
-	RPMA_LOG_DISABLED = -1,   /* no messages */
-	RPMA_LOG_LEVEL_FATAL,     /* fatal errors */
-	RPMA_LOG_LEVEL_ERROR,     /* errors */
-	RPMA_LOG_LEVEL_WARNING,   /* warnings */
-	RPMA_LOG_LEVEL_NOTICE,    /* notices */
-	RPMA_LOG_LEVEL_INFO,      /* informational messages */
-	RPMA_LOG_LEVEL_DEBUG,     /* debug messages */
+  RPMA_LOG_DISABLED = -1, /* no messages */
+  RPMA_LOG_LEVEL_FATAL,   /* fatal errors */
+  RPMA_LOG_LEVEL_ERROR,   /* errors */
+  RPMA_LOG_LEVEL_WARNING, /* warnings */
+  RPMA_LOG_LEVEL_NOTICE,  /* notices */
+  RPMA_LOG_LEVEL_INFO,    /* informational messages */
+  RPMA_LOG_LEVEL_DEBUG,   /* debug messages */
 };
 
 enum rpma_log_threshold {
-	RPMA_LOG_THRESHOLD,       /* main threshold: filters every message */
-	RPMA_LOG_THRESHOLD_AUX,   /* default function also prints these to stderr */
-	RPMA_LOG_THRESHOLD_MAX
+  RPMA_LOG_THRESHOLD,     /* main threshold: filters every message */
+  RPMA_LOG_THRESHOLD_AUX, /* default function also prints these to stderr */
+  RPMA_LOG_THRESHOLD_MAX
 };
 
 /*
@@ -270,18 +262,15 @@ enum rpma_log_threshold {
  * RETURN VALUE: 0, or RPMA_E_INVAL for an unknown threshold, a level outside
  * [RPMA_LOG_DISABLED, RPMA_LOG_LEVEL_DEBUG], or a NULL level pointer.
  */
-int rpma_log_set_threshold(enum rpma_log_threshold threshold,
-		enum rpma_log_level level);
-int rpma_log_get_threshold(enum rpma_log_threshold threshold,
-		enum rpma_log_level *level);
+int rpma_log_set_threshold(enum rpma_log_threshold threshold, enum rpma_log_level level);
+int rpma_log_get_threshold(enum rpma_log_threshold threshold, enum rpma_log_level* level);
 
 /*
  * rpma_log_function -- the type of a user's logging function; it receives
  * each message that passed the main threshold, as a format and arguments.
  */
-typedef void rpma_log_function(enum rpma_log_level level,
-		const char *file_name, const int line_no,
-		const char *function_name, const char *message_format, ...);
+typedef void rpma_log_function(enum rpma_log_level level, const char* file_name, const int line_no,
+                               const char* function_name, const char* message_format, ...);
 
 #define RPMA_LOG_USE_DEFAULT_FUNCTION (NULL)
 
@@ -293,7 +282,7 @@ typedef void rpma_log_function(enum rpma_log_level level,
  *
  * RETURN VALUE: 0.
  */
-int rpma_log_set_function(rpma_log_function *log_function);
+int rpma_log_set_function(rpma_log_function* log_function);
 
 #ifdef __cplusplus
 }

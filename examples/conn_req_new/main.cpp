@@ -22,11 +22,11 @@ namespace asio = boost::asio;
 
 namespace {
 
-asio::awaitable<void> coroutine_flavour(const arpma::peer& peer, std::string addr,
-                                        std::string port, int& failures) {
+asio::awaitable<void> coroutine_flavour(const arpma::peer& peer, std::string addr, std::string port,
+                                        int& failures) {
   try {
-    arpma::conn_req req =
-        co_await arpma::async_conn_req_new(peer, addr, port, arpma::conn_cfg{}, asio::use_awaitable);
+    arpma::conn_req req = co_await arpma::async_conn_req_new(peer, addr, port, arpma::conn_cfg{},
+                                                             asio::use_awaitable);
     std::printf("[co_await] request to %s:%s ready: QP %u\n", addr.c_str(), port.c_str(),
                 req.qp_num());
   } catch (const boost::system::system_error& e) {
@@ -50,12 +50,13 @@ void callback_flavour(asio::io_context& io, const arpma::peer& peer, const std::
                           ec == arpma::errc::provider ? "provider error" : "other");
           }
           if (--*pending == 0) {
-            const auto ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-            std::printf("[callback] %d requests in flight at once on one io_context: "
-                        "%d ready, %.1f ms (last QP %u)\n",
-                        count, count - failures, ms, req.qp_num());
+            const auto ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+            std::printf(
+                "[callback] %d requests in flight at once on one io_context: "
+                "%d ready, %.1f ms (last QP %u)\n",
+                count, count - failures, ms, req.qp_num());
           }
         });
   }

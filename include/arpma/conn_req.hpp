@@ -105,8 +105,8 @@ auto async_conn_req_new(const peer& p, std::string_view addr, std::string_view p
       [](auto handler, std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
          const conn_cfg& c) {
         boost::asio::any_io_executor io = boost::asio::get_associated_executor(handler);
-        detail::start_conn_req_new(std::move(io), std::move(state), std::move(a), std::move(s),
-                                   c, detail::channel_mode::shared, std::move(handler));
+        detail::start_conn_req_new(std::move(io), std::move(state), std::move(a), std::move(s), c,
+                                   detail::channel_mode::shared, std::move(handler));
       },
       token, p.state(), std::string(addr), std::string(port), cfg);
 }

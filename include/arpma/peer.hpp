@@ -42,9 +42,7 @@ class peer {
   std::error_code close() noexcept;
 
   /// Internal: the shared state objects created from this peer hold.
-  [[nodiscard]] const std::shared_ptr<detail::peer_state>& state() const noexcept {
-    return state_;
-  }
+  [[nodiscard]] const std::shared_ptr<detail::peer_state>& state() const noexcept { return state_; }
 
  private:
   explicit peer(std::shared_ptr<detail::peer_state> state) noexcept;

@@ -66,7 +66,7 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
 
 /// The channel shared by every id that C++ callers create on one io_context
 /// with one provider: 1,000 requests in flight use one fd, not 1,000.
-[[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,
-                                                                    const asio::any_io_executor& ex);
+[[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(
+    provider::provider& prov, const asio::any_io_executor& ex);
 
 }  // namespace arpma::detail

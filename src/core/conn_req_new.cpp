@@ -68,10 +68,12 @@ class conn_req_new_op final : public cm_event_sink,
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) {
       slot.assign([weak = weak_from_this()](asio::cancellation_type type) {
-        constexpr auto honoured = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+        constexpr auto honoured =
+            asio::cancellation_type::terminal | asio::cancellation_type::partial;
         if ((type & honoured) == asio::cancellation_type::none) return;
         if (auto self = weak.lock())
-          asio::post(self->ex_, [self] { self->finish(std::make_error_code(std::errc::operation_canceled)); });
+          asio::post(self->ex_,
+                     [self] { self->finish(std::make_error_code(std::errc::operation_canceled)); });
       });
     }
     // Everything runs from the loop, never inside the initiating function.
@@ -98,8 +100,8 @@ class conn_req_new_op final : public cm_event_sink,
         break;
       default: break;
     }
-    ARPMA_LOG(log_level::error, "unexpected %s while resolving %s:%s",
-              provider::to_string(ev.type), addr_.c_str(), port_.c_str());
+    ARPMA_LOG(log_level::error, "unexpected %s while resolving %s:%s", provider::to_string(ev.type),
+              addr_.c_str(), port_.c_str());
     finish(std::make_error_code(std::errc::protocol_error));
   }
 
@@ -166,8 +168,7 @@ class conn_req_new_op final : public cm_event_sink,
 
   void build_queues() {
     if (auto ec = req_->build_queues(cfg_)) return finish(ec);
-    ARPMA_LOG(log_level::notice, "Requesting a connection to %s:%s", addr_.c_str(),
-              port_.c_str());
+    ARPMA_LOG(log_level::notice, "Requesting a connection to %s:%s", addr_.c_str(), port_.c_str());
     finish({});
   }
 
@@ -180,9 +181,8 @@ class conn_req_new_op final : public cm_event_sink,
       timer_.expires_at(asio::steady_timer::time_point::max());
     timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
       if (!ec && self->stage_ != stage::done) {
-        ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms",
-                  self->addr_.c_str(), self->port_.c_str(),
-                  static_cast<long long>(self->cfg_.timeout.count()));
+        ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", self->addr_.c_str(),
+                  self->port_.c_str(), static_cast<long long>(self->cfg_.timeout.count()));
         self->finish(std::make_error_code(std::errc::timed_out));
       }
     });

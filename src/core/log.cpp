@@ -1,5 +1,5 @@
-#include "arpma/error.hpp"
 #include "arpma/log.hpp"
+#include "arpma/error.hpp"
 #include "core/log_internal.hpp"
 
 #include <sys/syscall.h>
@@ -24,8 +24,7 @@ constexpr log_level default_primary = log_level::debug;
 constexpr log_level default_aux = log_level::warning;
 #endif
 
-std::atomic<int> thresholds[2] = {static_cast<int>(default_primary),
-                                  static_cast<int>(default_aux)};
+std::atomic<int> thresholds[2] = {static_cast<int>(default_primary), static_cast<int>(default_aux)};
 
 int syslog_priority(log_level level) {
   switch (level) {
@@ -63,8 +62,8 @@ void default_sink(log_level level, const char* file, int line, const char* funct
   if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && localtime_r(&ts.tv_sec, &parts) != nullptr)
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &parts);
   std::fprintf(stderr, "%s.%06ld [%ld] %s %s: %d: %s: %.*s\n", stamp, ts.tv_nsec / 1000,
-               static_cast<long>(syscall(SYS_gettid)), level_name(level), file, line, function,
-               len, message.data());
+               static_cast<long>(syscall(SYS_gettid)), level_name(level), file, line, function, len,
+               message.data());
 }
 
 struct sink_holder {

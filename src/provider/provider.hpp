@@ -46,9 +46,9 @@ enum class cm_event_type {
 /// no id is ever kept from being migrated or destroyed by a pending event.
 struct cm_event {
   cm_event_type type = cm_event_type::other;
-  cm_id* id = nullptr;          ///< the id the event is about (new id for connect_request)
-  std::uint64_t context = 0;    ///< context of the id (listener's for connect_request)
-  int status = 0;               ///< negative errno, or the reject reason
+  cm_id* id = nullptr;        ///< the id the event is about (new id for connect_request)
+  std::uint64_t context = 0;  ///< context of the id (listener's for connect_request)
+  int status = 0;             ///< negative errno, or the reject reason
   std::uint8_t private_data_len = 0;
   std::array<std::uint8_t, 255> private_data{};
 };

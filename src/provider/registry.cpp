@@ -1,6 +1,6 @@
 // Chooses the provider for new peers and finds the provider of a device.
-#include "provider/provider.hpp"
 #include "core/log_internal.hpp"
+#include "provider/provider.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "provider/verbs/verbs_provider.hpp"
 

@@ -252,8 +252,7 @@ std::error_code fake_provider::get_cm_event(prov::event_channel* h, cm_event& ou
   return as<channel>(h)->queue.pop(out);
 }
 
-result<prov::cm_id*> fake_provider::create_id(prov::event_channel* h,
-                                                  std::uint64_t context) {
+result<prov::cm_id*> fake_provider::create_id(prov::event_channel* h, std::uint64_t context) {
   if (auto ec = enter("create_id")) return ec;
   const std::lock_guard lock(mutex_);
   auto* i = new id;
@@ -356,8 +355,7 @@ int fake_provider::comp_channel_fd(const prov::comp_channel* h) const noexcept {
   return as<const comp_obj>(h)->fd;
 }
 
-result<prov::cq*> fake_provider::create_cq(prov::device* dev, int cqe,
-                                               prov::comp_channel* ch) {
+result<prov::cq*> fake_provider::create_cq(prov::device* dev, int cqe, prov::comp_channel* ch) {
   if (auto ec = enter("create_cq")) return ec;
   if (dev != dev_ || cqe <= 0) return sys(EINVAL);
   const std::lock_guard lock(mutex_);

@@ -75,8 +75,7 @@ class fake_provider final : public prov::provider {
   void destroy_event_channel(prov::event_channel* channel) noexcept override;
   int event_channel_fd(const prov::event_channel* channel) const noexcept override;
   std::error_code get_cm_event(prov::event_channel* channel, prov::cm_event& out) override;
-  result<prov::cm_id*> create_id(prov::event_channel* channel,
-                                     std::uint64_t context) override;
+  result<prov::cm_id*> create_id(prov::event_channel* channel, std::uint64_t context) override;
   std::error_code destroy_id(prov::cm_id* id) noexcept override;
   std::error_code resolve_addr(prov::cm_id* id, const sockaddr* dst, int timeout_ms) override;
   std::error_code resolve_route(prov::cm_id* id, int timeout_ms) override;
@@ -86,12 +85,10 @@ class fake_provider final : public prov::provider {
   result<prov::comp_channel*> create_comp_channel(prov::device* dev) override;
   std::error_code destroy_comp_channel(prov::comp_channel* channel) noexcept override;
   int comp_channel_fd(const prov::comp_channel* channel) const noexcept override;
-  result<prov::cq*> create_cq(prov::device* dev, int cqe,
-                                  prov::comp_channel* channel) override;
+  result<prov::cq*> create_cq(prov::device* dev, int cqe, prov::comp_channel* channel) override;
   std::error_code destroy_cq(prov::cq* cq) noexcept override;
   std::error_code req_notify_cq(prov::cq* cq, bool solicited_only) override;
-  std::error_code create_qp(prov::cm_id* id, prov::pd* pd,
-                            const prov::qp_config& config) override;
+  std::error_code create_qp(prov::cm_id* id, prov::pd* pd, const prov::qp_config& config) override;
   void destroy_qp(prov::cm_id* id) noexcept override;
   std::uint32_t qp_num(const prov::cm_id* id) const noexcept override;
 

@@ -6,6 +6,8 @@
 #include "arpma/error.hpp"
 #include "fake/fake_provider.hpp"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -16,8 +18,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
@@ -83,8 +83,8 @@ class conn_req_new_test : public ::testing::Test {
 };
 
 const std::vector<std::string> creation_sequence = {
-    "create_event_channel", "create_id",  "resolve_addr",  "resolve_route",
-    "create_comp_channel",  "create_cq",  "req_notify_cq", "create_qp"};
+    "create_event_channel", "create_id", "resolve_addr",  "resolve_route",
+    "create_comp_channel",  "create_cq", "req_notify_cq", "create_qp"};
 
 const std::vector<std::string> teardown_sequence = {
     "destroy_qp", "destroy_cq", "destroy_comp_channel", "destroy_id", "destroy_event_channel"};
@@ -121,11 +121,11 @@ TEST_F(conn_req_new_test, coroutine_flavour_uses_the_coroutine_executor) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto req = co_await arpma::async_conn_req_new(*peer, "192.0.2.1", "7204",
-                                                      arpma::conn_cfg{}, asio::use_awaitable);
+        auto req = co_await arpma::async_conn_req_new(*peer, "192.0.2.1", "7204", arpma::conn_cfg{},
+                                                      asio::use_awaitable);
         qp_num = req.qp_num();
-        auto [ec, failed] = co_await arpma::async_conn_req_new(
-            *peer, "", "7204", arpma::conn_cfg{}, asio::as_tuple(asio::use_awaitable));
+        auto [ec, failed] = co_await arpma::async_conn_req_new(*peer, "", "7204", arpma::conn_cfg{},
+                                                               asio::as_tuple(asio::use_awaitable));
         seen = ec;
       },
       asio::detached);
@@ -210,9 +210,9 @@ TEST_F(conn_req_new_test, receive_cq_and_shared_channel_follow_the_cfg) {
   EXPECT_EQ(fake.take_calls(), expected);
   EXPECT_FALSE(out.req.close());
   io.run();
-  const std::vector<std::string> teardown = {"destroy_qp",           "destroy_cq",
-                                             "destroy_cq",           "destroy_comp_channel",
-                                             "destroy_id",           "destroy_event_channel"};
+  const std::vector<std::string> teardown = {"destroy_qp", "destroy_cq",
+                                             "destroy_cq", "destroy_comp_channel",
+                                             "destroy_id", "destroy_event_channel"};
   EXPECT_EQ(fake.take_calls(), teardown);
 }
 
@@ -271,30 +271,29 @@ TEST_P(conn_req_failure_test, unwinds_in_reverse_and_reports_the_errno) {
   EXPECT_EQ(fake.live_objects(), 1u) << "only the peer's PD may remain";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    each_step, conn_req_failure_test,
-    ::testing::Values(failure_point{"create_event_channel", 1, false, false},
-                      failure_point{"create_id", 1, false, false},
-                      failure_point{"resolve_addr", 1, false, false},
-                      failure_point{"resolve_route", 1, false, false},
-                      failure_point{"create_comp_channel", 1, false, false},
-                      failure_point{"create_cq", 1, false, false},
-                      failure_point{"req_notify_cq", 1, false, false},
-                      failure_point{"create_qp", 1, false, false},
-                      failure_point{"create_comp_channel", 2, true, false},
-                      failure_point{"create_cq", 2, true, false},
-                      failure_point{"req_notify_cq", 2, true, false},
-                      failure_point{"create_qp", 1, true, false},
-                      failure_point{"create_comp_channel", 1, true, true},
-                      failure_point{"create_cq", 1, true, true},
-                      failure_point{"create_cq", 2, true, true},
-                      failure_point{"req_notify_cq", 2, true, true},
-                      failure_point{"create_qp", 1, true, true}),
-    [](const auto& param_info) {
-      const auto& p = param_info.param;
-      return std::string(p.call) + "_" + std::to_string(p.nth) + (p.rcq ? "_rcq" : "") +
-             (p.shared ? "_shared" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(each_step, conn_req_failure_test,
+                         ::testing::Values(failure_point{"create_event_channel", 1, false, false},
+                                           failure_point{"create_id", 1, false, false},
+                                           failure_point{"resolve_addr", 1, false, false},
+                                           failure_point{"resolve_route", 1, false, false},
+                                           failure_point{"create_comp_channel", 1, false, false},
+                                           failure_point{"create_cq", 1, false, false},
+                                           failure_point{"req_notify_cq", 1, false, false},
+                                           failure_point{"create_qp", 1, false, false},
+                                           failure_point{"create_comp_channel", 2, true, false},
+                                           failure_point{"create_cq", 2, true, false},
+                                           failure_point{"req_notify_cq", 2, true, false},
+                                           failure_point{"create_qp", 1, true, false},
+                                           failure_point{"create_comp_channel", 1, true, true},
+                                           failure_point{"create_cq", 1, true, true},
+                                           failure_point{"create_cq", 2, true, true},
+                                           failure_point{"req_notify_cq", 2, true, true},
+                                           failure_point{"create_qp", 1, true, true}),
+                         [](const auto& param_info) {
+                           const auto& p = param_info.param;
+                           return std::string(p.call) + "_" + std::to_string(p.nth) +
+                                  (p.rcq ? "_rcq" : "") + (p.shared ? "_shared" : "");
+                         });
 
 // ---- events ------------------------------------------------------------------
 
@@ -408,13 +407,13 @@ TEST_P(conn_req_cancel_test, terminal_cancellation_releases_everything) {
   if (stage == "resolve_route") fake.on_resolve_route({});
   asio::cancellation_signal signal;
   outcome out;
-  arpma::async_conn_req_new(io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
-                            asio::bind_cancellation_slot(
-                                signal.slot(), [&out](std::error_code ec, arpma::conn_req req) {
-                                  out.ec = ec;
-                                  out.req = std::move(req);
-                                  ++out.calls;
-                                }));
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
+      asio::bind_cancellation_slot(signal.slot(), [&out](std::error_code ec, arpma::conn_req req) {
+        out.ec = ec;
+        out.req = std::move(req);
+        ++out.calls;
+      }));
   if (stage != "initiation") run_until_call(stage);
   signal.emit(asio::cancellation_type::terminal);
   io.run();
@@ -432,12 +431,12 @@ INSTANTIATE_TEST_SUITE_P(each_stage, conn_req_cancel_test,
 TEST_F(conn_req_new_test, total_cancellation_is_not_honoured) {
   asio::cancellation_signal signal;
   outcome out;
-  arpma::async_conn_req_new(io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
-                            asio::bind_cancellation_slot(signal.slot(),
-                                                         [&out](std::error_code ec, auto) {
-                                                           out.ec = ec;
-                                                           ++out.calls;
-                                                         }));
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
+      asio::bind_cancellation_slot(signal.slot(), [&out](std::error_code ec, auto) {
+        out.ec = ec;
+        ++out.calls;
+      }));
   signal.emit(asio::cancellation_type::total);
   io.run();
   EXPECT_EQ(out.calls, 1);
@@ -449,8 +448,8 @@ TEST_F(conn_req_new_test, destroying_the_io_context_mid_flight_calls_nothing) {
   outcome out;
   {
     asio::io_context local;
-    arpma::async_conn_req_new(local.get_executor(), *peer, "192.0.2.1", "7204",
-                              arpma::conn_cfg{}, [&out](std::error_code ec, auto) {
+    arpma::async_conn_req_new(local.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
+                              [&out](std::error_code ec, auto) {
                                 out.ec = ec;
                                 ++out.calls;
                               });
@@ -467,7 +466,7 @@ TEST_F(conn_req_new_test, a_request_outlives_its_peer_handle) {
   start(out);
   io.run();
   ASSERT_TRUE(out.req);
-  EXPECT_FALSE(peer->close());  // the PD stays while the request uses it
+  EXPECT_FALSE(peer->close());         // the PD stays while the request uses it
   EXPECT_EQ(fake.live_objects(), 6u);  // PD, event channel, id, completion channel, CQ, QP
   out.req = {};
   io.run();

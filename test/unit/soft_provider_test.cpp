@@ -6,9 +6,9 @@
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 #include <librpma.h>
+#include <boost/asio/io_context.hpp>
 
 #include <vector>
 

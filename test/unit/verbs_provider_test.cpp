@@ -29,11 +29,11 @@ class verbs_without_device : public ::testing::Test {
   void SetUp() override {
     if (rdma_device_present()) GTEST_SKIP() << "an RDMA device exists here; see the rxe suite";
     ::setenv("ARPMA_PROVIDER", "verbs", 1);
-    arpma::set_log_sink([this](arpma::log_level, const char*, int, const char*,
-                               std::string_view message) {
-      const std::lock_guard lock(mutex);
-      logged.emplace_back(message);
-    });
+    arpma::set_log_sink(
+        [this](arpma::log_level, const char*, int, const char*, std::string_view message) {
+          const std::lock_guard lock(mutex);
+          logged.emplace_back(message);
+        });
   }
   void TearDown() override { arpma::set_log_sink({}); }
 
@@ -64,8 +64,7 @@ TEST_F(verbs_without_device, c_device_lookup_returns_provider_error) {
   ibv_context* ctx = untouched;
   EXPECT_EQ(rpma_utils_get_ibv_context("127.0.0.1", RPMA_UTIL_IBV_CONTEXT_LOCAL, &ctx),
             RPMA_E_PROVIDER);
-  EXPECT_EQ(rpma_utils_get_ibv_context("::1", RPMA_UTIL_IBV_CONTEXT_REMOTE, &ctx),
-            RPMA_E_PROVIDER);
+  EXPECT_EQ(rpma_utils_get_ibv_context("::1", RPMA_UTIL_IBV_CONTEXT_REMOTE, &ctx), RPMA_E_PROVIDER);
   EXPECT_EQ(ctx, untouched);
   EXPECT_TRUE(logged_errno(ENODEV));
 }

@@ -14,9 +14,7 @@ namespace arpma::provider {
 namespace {
 
 // rdma-core reports failures through errno; some paths leave it 0.
-std::error_code last_error() noexcept {
-  return {errno != 0 ? errno : EIO, std::system_category()};
-}
+std::error_code last_error() noexcept { return {errno != 0 ? errno : EIO, std::system_category()}; }
 
 std::error_code from_status(int rc) noexcept {
   if (rc == 0) return {};
@@ -89,8 +87,9 @@ result<device*> verbs_provider::find_device(const char* addr, bool remote) {
     ARPMA_LOG_FAILURE("rdma_create_id", ec);
     return ec;
   }
-  const int rc = remote ? rdma_resolve_addr(id, info.info->ai_src_addr, info.info->ai_dst_addr, 1000)
-                        : rdma_bind_addr(id, info.info->ai_src_addr);
+  const int rc = remote
+                     ? rdma_resolve_addr(id, info.info->ai_src_addr, info.info->ai_dst_addr, 1000)
+                     : rdma_bind_addr(id, info.info->ai_src_addr);
   const std::error_code ec = rc != 0 ? last_error() : std::error_code{};
   device* dev = id->verbs;
   rdma_destroy_id(id);
