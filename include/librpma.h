@@ -280,7 +280,7 @@ typedef void rpma_log_function(enum rpma_log_level level, const char* file_name,
  * RPMA_LOG_USE_DEFAULT_FUNCTION. The C++ sink (arpma::set_log_sink) and this
  * function replace the same sink.
  *
- * RETURN VALUE: 0.
+ * RETURN VALUE: 0, or RPMA_E_NOMEM when the function cannot be installed.
  */
 int rpma_log_set_function(rpma_log_function* log_function);
 

@@ -1,0 +1,72 @@
+// arpma::conn_cfg: librpma 1.3's connection defaults as a C++ value type.
+#include "arpma/conn_cfg.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <type_traits>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ConnCfg, Defaults) {
+  const arpma::conn_cfg cfg;
+  EXPECT_EQ(cfg.timeout, 1000ms);
+  EXPECT_EQ(cfg.cq_size, 10u);
+  EXPECT_EQ(cfg.rcq_size, 0u);
+  EXPECT_EQ(cfg.sq_size, 10u);
+  EXPECT_EQ(cfg.rq_size, 10u);
+  EXPECT_FALSE(cfg.shared_completion_channel);
+}
+
+TEST(ConnCfg, NamedDefaults) {
+  static_assert(arpma::conn_cfg::default_timeout == 1000ms);
+  static_assert(arpma::conn_cfg::default_queue_size == 10u);
+  constexpr arpma::conn_cfg cfg{};
+  static_assert(cfg.timeout == arpma::conn_cfg::default_timeout);
+  static_assert(cfg.cq_size == arpma::conn_cfg::default_queue_size);
+  SUCCEED();
+}
+
+TEST(ConnCfg, IsAPlainValue) {
+  static_assert(std::is_aggregate_v<arpma::conn_cfg>);
+  static_assert(std::is_trivially_copyable_v<arpma::conn_cfg>);
+  static_assert(std::is_nothrow_default_constructible_v<arpma::conn_cfg>);
+  SUCCEED();
+}
+
+TEST(ConnCfg, EqualityComparesEveryField) {
+  const arpma::conn_cfg base;
+  EXPECT_EQ(base, arpma::conn_cfg{});
+  auto changed = base;
+  changed.timeout = 0ms;
+  EXPECT_NE(changed, base);
+  changed = base;
+  changed.cq_size = 11;
+  EXPECT_NE(changed, base);
+  changed = base;
+  changed.rcq_size = 1;
+  EXPECT_NE(changed, base);
+  changed = base;
+  changed.sq_size = 1;
+  EXPECT_NE(changed, base);
+  changed = base;
+  changed.rq_size = 1;
+  EXPECT_NE(changed, base);
+  changed = base;
+  changed.shared_completion_channel = true;
+  EXPECT_NE(changed, base);
+}
+
+TEST(ConnCfg, DesignatedInitialisation) {
+  const arpma::conn_cfg cfg{.timeout = 250ms, .cq_size = 64, .rcq_size = 32};
+  EXPECT_EQ(cfg.timeout, 250ms);
+  EXPECT_EQ(cfg.cq_size, 64u);
+  EXPECT_EQ(cfg.rcq_size, 32u);
+  EXPECT_EQ(cfg.sq_size, 10u);
+  EXPECT_EQ(cfg.rq_size, 10u);
+  EXPECT_FALSE(cfg.shared_completion_channel);
+}
+
+}  // namespace
