@@ -206,8 +206,8 @@ void fake_provider::timer_loop() {
     }
     auto next = std::min_element(delayed_.begin(), delayed_.end(),
                                  [](const auto& a, const auto& b) { return a.due < b.due; });
-    if (next->due > std::chrono::steady_clock::now()) {
-      wake_.wait_until(lock, next->due);
+    if (const auto due = next->due; due > std::chrono::steady_clock::now()) {
+      wake_.wait_until(lock, due);  // a copy: the vector may grow while we wait
       continue;
     }
     push(next->target, next->event);
