@@ -17,6 +17,10 @@ PACKAGES=(
   clang-format clang-tidy
   # sanitizer runtimes for clang builds (the asan/tsan presets also work with g++)
   libclang-rt-14-dev
+  # Soft-RoCE guest for the tests on real rdma-core (test/vm/run-in-rxe-vm.sh,
+  # scripts/test.sh --rxe): QEMU, initramfs tools, rxe0 setup and its provider
+  qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils
+  ibverbs-providers rdma-core ibverbs-utils
 )
 
 missing=()

@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
 # Installs dependencies, then configures, builds and tests arpma with each
 # CMake preset in ARPMA_TEST_PRESETS (default: "default asan").
+#
+# --rxe: then also runs the integration tests and the conn_req_new examples of
+# build/default (built first if "default" is not among the presets) on the
+# verbs provider inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real
+# rdma-core. A guest that cannot be started fails the run (no skipping).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+rxe=0
+for arg in "$@"; do
+  case "${arg}" in
+    --rxe) rxe=1 ;;
+    -h | --help)
+      echo "usage: scripts/test.sh [--rxe]   (presets: ARPMA_TEST_PRESETS, default \"default asan\")"
+      exit 0
+      ;;
+    *)
+      echo "scripts/test.sh: unknown argument '${arg}' (usage: scripts/test.sh [--rxe])" >&2
+      exit 2
+      ;;
+  esac
+done
 
 banner() {
   printf '\n==== %s ====\n' "$*"
@@ -25,5 +45,30 @@ for preset in ${presets}; do
   passed+=("${preset}")
 done
 
+if [[ ${rxe} -eq 1 ]]; then
+  if [[ " ${passed[*]} " != *" default "* ]]; then
+    banner "[default] configure + build (for --rxe)"
+    cmake --preset default
+    cmake --build --preset default -j "${jobs}"
+  fi
+  banner "[rxe] integration tests + examples, verbs provider on rdma-core (Soft-RoCE guest)"
+  rxe_start=${SECONDS}
+  rc=0
+  test/vm/run-in-rxe-vm.sh --timeout 600 -- test/vm/in-guest.sh build/default || rc=$?
+  rxe_time=$((SECONDS - rxe_start))
+  echo "[rxe] time taken: ${rxe_time} s"
+  if [[ ${rc} -eq 125 ]]; then
+    echo "scripts/test.sh: HARNESS FAILURE: the Soft-RoCE guest could not be run" \
+      "(test/vm/run-in-rxe-vm.sh exit status 125, reason above); not skipped" >&2
+    exit 125
+  elif [[ ${rc} -ne 0 ]]; then
+    echo "scripts/test.sh: [rxe] FAILED (exit status ${rc})" >&2
+    exit "${rc}"
+  fi
+fi
+
 banner "summary"
 echo "all presets passed: ${passed[*]}"
+if [[ ${rxe} -eq 1 ]]; then
+  echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
+fi

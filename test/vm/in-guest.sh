@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs inside the Soft-RoCE guest: the integration tests and the conn_req_new
+# examples of the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0).
+#
+#   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default
+#
+# Exit status: 0 when every step passed, 1 otherwise, 2 on bad usage.
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -d $1 ]]; then
+  echo "usage: $0 BUILD_DIR (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
+  exit 2
+fi
+if [[ -z ${RXE_VM_IP:-} ]]; then
+  echo "$0: RXE_VM_IP is not set; run me through test/vm/run-in-rxe-vm.sh" >&2
+  exit 2
+fi
+build=$(cd -- "$1" && pwd -P)
+export ARPMA_PROVIDER=verbs ARPMA_TEST_ADDR=$RXE_VM_IP
+echo "in-guest: $RXE_VM_DEV at $RXE_VM_IP (GID index $RXE_VM_GID_INDEX), ARPMA_PROVIDER=verbs, build $build"
+
+# ctest writes its logs under $build/Testing, which is the host's (shared
+# read-write); an outer ctest (label rxe) may be writing there right now.
+mkdir -p "$build/Testing" && mount -t tmpfs tmpfs "$build/Testing"
+
+failed=()
+step() {
+  local name=$1 t0=$EPOCHREALTIME rc=0
+  shift
+  printf '\n---- %s\n' "$name"
+  "$@" || rc=$?
+  printf -- '---- %s: %s (%.1f s)\n' "$name" "$([[ $rc -eq 0 ]] && echo passed || echo "FAILED, exit status $rc")" \
+    "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
+  [[ $rc -eq 0 ]] || failed+=("$name")
+}
+
+examples=$build/examples/conn_req_new
+step "ctest -L integration" ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure
+step "conn_req_new_c" "$examples/conn_req_new_c" "$RXE_VM_IP" 7204
+step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 100
+
+echo
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "in-guest: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "in-guest: all steps passed on rdma-core ($RXE_VM_DEV)"

@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# Runs one command inside a throw-away QEMU guest that has a Soft-RoCE device
+# (rdma_rxe), so arpma's verbs provider can be tested on real rdma-core on a
+# machine whose kernel has no RDMA.
+#
+#   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--no-install] [-v] -- COMMAND [ARGS...]
+#
+#   --timeout SECS  kill the guest after SECS seconds (default 600), exit 124
+#   --no-install    never call apt-get for missing packages
+#   -v              stream the guest's console (kernel, init) to stderr
+#
+# The guest boots a Debian amd64 kernel (downloaded once with apt-get) with a
+# busybox initramfs. It sees the host's / read-only (virtio-9p under a tmpfs
+# overlay: writes elsewhere are discarded) and this repository read-write at
+# its own path. The netdev rxevm0 (dummy) has RXE_VM_IP and carries rxe0.
+# COMMAND runs as root in the current directory with stdin=/dev/null and the
+# host's environment plus RXE_VM_IP, RXE_VM_DEV (rxe0) and RXE_VM_GID_INDEX
+# (index of rxe0's IPv4 RoCEv2 GID); its stdout and stderr stream to ours.
+#
+# Exit status: COMMAND's; 124 on timeout; 125 when the guest could not be
+# run (the message says why, e.g. which package to install).
+# Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/arpma-rxe-vm (kernel, modules, initramfs).
+# Only TCG (software emulation) is used: ~5 s from start to COMMAND.
+set -euo pipefail
+
+NAME=run-in-rxe-vm
+REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/arpma-rxe-vm
+GUEST_IP=192.168.77.1
+TIMEOUT=600
+INSTALL=1
+VERBOSE=0
+
+log() { printf '%s: %s\n' "$NAME" "$*" >&2; }
+die() { log "error: $*"; exit 125; }
+usage() { sed -n '2,23{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --timeout) TIMEOUT=${2:-}; shift 2 || die "--timeout needs a value" ;;
+    --no-install) INSTALL=0; shift ;;
+    -v | --verbose) VERBOSE=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    -*) log "unknown option: $1"; usage >&2; exit 125 ;;
+    *) break ;;
+  esac
+done
+[[ $# -gt 0 ]] || { usage >&2; exit 125; }
+[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "bad --timeout: $TIMEOUT"
+
+# ------------------------------------------------------------------ packages
+# What the runner itself needs, and what for (shown when it is missing).
+declare -A PKG_WHY=(
+  [qemu-system-x86]="qemu-system-x86_64, the emulator"
+  [busybox-static]="a static /bin/busybox for the initramfs"
+  [iproute2]="'rdma', which creates rxe0"
+  [kmod]="depmod/modprobe, to pick the guest's kernel modules"
+  [cpio]="cpio, to pack the initramfs"
+  [xz-utils]="xz, to unpack the kernel image"
+  [ibverbs-providers]="librxe, rdma-core's user-space driver for rxe0"
+)
+
+missing_packages() {
+  local installed
+  installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${!PKG_WHY[@]}" 2>/dev/null |
+    awk '$NF == "installed" { print $1 }') || true
+  local p
+  for p in "${!PKG_WHY[@]}"; do
+    grep -qx -- "$p" <<<"$installed" || echo "$p"
+  done
+}
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"
+  else return 1
+  fi
+}
+
+apt_install() {
+  log "installing $*"
+  as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "$@" >&2 ||
+    { as_root apt-get update -q >&2 &&
+      as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "$@" >&2; }
+}
+
+ensure_packages() {
+  command -v dpkg-query >/dev/null || die "needs a Debian system (dpkg-query not found)"
+  local missing p
+  mapfile -t missing < <(missing_packages)
+  if [[ ${#missing[@]} -gt 0 && $INSTALL -eq 1 ]]; then
+    apt_install "${missing[@]}" || log "apt-get could not install ${missing[*]}"
+    mapfile -t missing < <(missing_packages)
+  fi
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    command -v qemu-system-x86_64 >/dev/null ||
+      die "qemu-system-x86_64 not found: install the package qemu-system-x86"
+    return 0
+  fi
+  for p in "${missing[@]}"; do log "missing package $p (provides ${PKG_WHY[$p]})"; done
+  die "install them: apt-get install ${missing[*]} (or scripts/install-deps.sh)"
+}
+
+# -------------------------------------------------------------------- kernel
+# Guest modules; modprobe adds their dependencies. crc32_generic: rdma_rxe
+# needs the "crc32" shash, which nothing would autoload.
+MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console)
+MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs)
+
+# Fills $CACHE/kernel once: modules/*.ko, modules.builtin, kver, and the
+# kernel as an uncompressed ELF vmlinux (QEMU boots it through the PVH entry
+# point; decompressing the bzImage inside the guest costs ~5 s under TCG).
+prepare_kernel() {
+  local kdir=$CACHE/kernel
+  [[ -f $kdir/ready ]] && return 0
+  local pkg
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '/Depends: linux-image-[0-9]/ { print $2; exit }') || true
+  if [[ -z $pkg && $INSTALL -eq 1 ]] && as_root apt-get update -q >&2; then
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+      awk '/Depends: linux-image-[0-9]/ { print $2; exit }') || true
+  fi
+  [[ -n $pkg ]] || die "cannot find the kernel package: apt knows no linux-image-amd64" \
+    "(it needs Debian's main archive in the apt sources, then apt-get update)"
+  log "preparing the guest kernel from $pkg in $kdir (once)"
+  local tmp
+  tmp=$(mktemp -d "$CACHE/.kernel.XXXXXX")
+  if ! (cd "$tmp" && apt-get download -q "$pkg" >&2); then
+    rm -rf "$tmp"
+    die "cannot download the kernel package $pkg (apt-get download $pkg failed;" \
+      "check the network and the apt sources, then apt-get update)"
+  fi
+  mkdir "$tmp/root" "$tmp/out" "$tmp/out/modules"
+  dpkg-deb -x "$tmp"/*.deb "$tmp/root"
+  local kver
+  kver=$(ls "$tmp/root/lib/modules")
+  [[ -f $tmp/root/boot/vmlinuz-$kver ]] || { rm -rf "$tmp"; die "$pkg has no /boot/vmlinuz-$kver"; }
+  depmod -b "$tmp/root" "$kver"
+  local m path
+  for m in "${MODULES_FS[@]}" "${MODULES_RDMA[@]}"; do
+    modprobe -d "$tmp/root" -S "$kver" -C /dev/null --show-depends "$m" >"$tmp/deps" 2>&1 ||
+      { rm -rf "$tmp"; die "$pkg has no module $m (the -cloud kernels lack rdma_rxe and 9p)"; }
+    while read -r _ path _; do
+      m=${path##*/}
+      m=${m%%.ko*}.ko
+      case $path in
+        *.ko.xz) xz -dc "$path" >"$tmp/out/modules/$m" ;;
+        *.ko) cp "$path" "$tmp/out/modules/$m" ;;
+        *) continue ;;
+      esac
+    done < <(grep '^insmod ' "$tmp/deps")
+  done
+  cp "$tmp/root/lib/modules/$kver/modules.builtin" "$tmp/out/"
+  echo "$kver" >"$tmp/out/kver"
+  echo "$pkg" >"$tmp/out/pkg"
+  # the bzImage's payload is one xz stream (the data after it makes xz complain)
+  local off
+  off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$tmp/root/boot/vmlinuz-$kver" | head -n1 | cut -d: -f1) || true
+  if [[ -z $off ]] || ! grep -q '^CONFIG_PVH=y' "$tmp/root/boot/config-$kver"; then
+    rm -rf "$tmp"
+    die "$pkg: no xz payload or no CONFIG_PVH, cannot boot it"
+  fi
+  tail -c +"$((off + 1))" "$tmp/root/boot/vmlinuz-$kver" | xz -dc >"$tmp/out/vmlinux" 2>/dev/null || true
+  [[ $(head -c4 "$tmp/out/vmlinux" | od -An -tx1 | tr -d ' ') == 7f454c46 ]] ||
+    { rm -rf "$tmp"; die "$pkg: could not extract vmlinux"; }
+  touch "$tmp/out/ready"
+  rm -rf "$kdir"
+  mv "$tmp/out" "$kdir"
+  rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------- initramfs
+# PID 1 in the guest. The control share /ctl (the host's run dir) holds
+# 'repo' (path to share read-write), cmd.sh, and receives 'started' and 'rc'.
+guest_init() {
+  cat <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo /bin/modprobe >/proc/sys/kernel/modprobe
+say() { echo "init: $*"; }
+finish() { echo "$1" >/ctl/rc; sync; poweroff -f; }
+fail() { say "FATAL: $*"; echo "run-in-rxe-vm (guest): $*" >"$err"; finish 125; }
+out=/dev/null err=/dev/console
+# one modprobe per group (process starts are slow under TCG); RDMA in the background
+modprobe -a @MODULES_FS@ || say "modprobe fs failed"
+modprobe -a @MODULES_RDMA@ &
+rdma_modules=$!
+O=trans=virtio,version=9p2000.L,msize=512000
+mkdir -p /lower /rw /ctl /newroot
+mount -t 9p -o $O,cache=none ctl /ctl || { say "cannot mount the control share"; poweroff -f; }
+for p in /sys/class/virtio-ports/*; do
+  read -r n <"$p/name"
+  case $n in arpma.stdout) out=/dev/${p##*/} ;; arpma.stderr) err=/dev/${p##*/} ;; esac
+done
+mount -t 9p -o $O,cache=loose,ro hostroot /lower || fail "mount hostroot"
+mount -t tmpfs -o mode=0755 tmpfs /rw
+mkdir -p /rw/upper /rw/work
+mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot ||
+  fail "mount overlay"
+R=/newroot
+mount -t proc proc $R/proc
+mount -t sysfs sysfs $R/sys
+mount -t devtmpfs devtmpfs $R/dev
+mkdir -p $R/dev/pts $R/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts $R/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
+ln -sf /proc/self/fd $R/dev/fd
+ln -sf /proc/self/fd/0 $R/dev/stdin
+ln -sf /proc/self/fd/1 $R/dev/stdout
+ln -sf /proc/self/fd/2 $R/dev/stderr
+mount -t tmpfs -o mode=0755 tmpfs $R/run
+mkdir -p $R/run/arpma-vm
+mount --bind /ctl $R/run/arpma-vm
+read -r repo </ctl/repo
+mkdir -p "$R$repo"
+mount -t 9p -o $O,cache=mmap repo "$R$repo" || fail "mount the repository at $repo"
+wait $rdma_modules || say "modprobe rdma failed"
+ip link set lo up
+ip link add rxevm0 type dummy || fail "ip link add rxevm0 type dummy"
+ip addr add @IP@/24 dev rxevm0 && ip link set rxevm0 up || fail "rxevm0 setup"
+chroot $R rdma link add rxe0 type rxe netdev rxevm0 >"$err" 2>&1 || fail "rdma link add rxe0"
+gid=
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    read -r v <"$g" 2>/dev/null || continue
+    case $v in 0000:0000:0000:0000:0000:ffff:*) gid=${g##*/}; break 2 ;; esac
+  done
+  usleep 100000
+done
+[ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+ulimit -l unlimited
+: >/ctl/started
+env -i RXE_VM_IP=@IP@ RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
+  chroot $R /bin/bash /run/arpma-vm/cmd.sh </dev/null >"$out" 2>"$err"
+finish $?
+EOF
+}
+
+prepare_initrd() {
+  local kdir=$CACHE/kernel
+  local key
+  key=$(cat "${BASH_SOURCE[0]}" /bin/busybox "$kdir/kver" | sha256sum | cut -c1-16)
+  INITRD=$kdir/initrd-$key.cpio
+  [[ -f $INITRD ]] && return 0
+  local tmp kver
+  tmp=$(mktemp -d "$CACHE/.initrd.XXXXXX")
+  kver=$(<"$kdir/kver")
+  mkdir -p "$tmp"/{bin,proc,sys,dev} "$tmp/lib/modules/$kver"
+  cp /bin/busybox "$tmp/bin/"
+  guest_init | sed -e "s/@IP@/$GUEST_IP/g" -e "s/@MODULES_FS@/${MODULES_FS[*]}/" \
+    -e "s/@MODULES_RDMA@/${MODULES_RDMA[*]}/" >"$tmp/init"
+  chmod 755 "$tmp/init"
+  cp "$kdir"/modules/*.ko "$kdir/modules.builtin" "$tmp/lib/modules/$kver/"
+  touch "$tmp/lib/modules/$kver/"{modules.order,modules.builtin.modinfo}
+  depmod -b "$tmp" "$kver"
+  # uncompressed: decompressing would cost more than reading under TCG
+  (cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$INITRD.tmp"
+  rm -f "$kdir"/initrd-*.cpio
+  mv "$INITRD.tmp" "$INITRD"
+  rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------------- main
+ensure_packages
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+prepare_kernel
+prepare_initrd
+exec 9>&-
+
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/arpma-rxe-vm.XXXXXX")
+QEMU_PID=
+READERS=()
+# shellcheck disable=SC2317  # invoked by the trap
+cleanup() {
+  if [[ -n $QEMU_PID ]]; then
+    kill -KILL "$QEMU_PID" 2>/dev/null || true
+    wait "$QEMU_PID" 2>/dev/null || true
+  fi
+  local p
+  for p in "${READERS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM HUP
+
+echo "$REPO" >"$RUN/repo"
+{
+  (unset -v PWD OLDPWD SHLVL RXE_VM_IP RXE_VM_DEV RXE_VM_GID_INDEX; export -p)
+  printf 'cd -- %q || exit 125\n' "$PWD"
+  printf 'exec'
+  printf ' %q' "$@"
+  printf '\n'
+} >"$RUN/cmd.sh"
+
+mkfifo "$RUN/stdout" "$RUN/stderr"
+# keep draining when our own stdout goes away, so the guest never blocks
+{ cat || cat >/dev/null; } <"$RUN/stdout" &
+READERS+=($!)
+{ cat >&2 || cat >/dev/null; } <"$RUN/stderr" &
+READERS+=($!)
+: >"$RUN/console"
+
+NCPU=$(nproc)
+APPEND="console=ttyS0 loglevel=4 panic=-1 mitigations=off acpi=noirq cryptomgr.notests"
+APPEND+=" tsc=reliable init_on_alloc=0 i8042.noaux i8042.nokbd i8042.nopnp"
+T0=$EPOCHREALTIME
+qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot \
+  -machine pc -accel tcg,thread=multi -cpu max -smp $((NCPU > 4 ? 4 : NCPU)) -m 2G \
+  -kernel "$CACHE/kernel/vmlinux" -initrd "$INITRD" -append "$APPEND" \
+  -chardev "file,id=con,path=$RUN/console" -serial chardev:con \
+  -device virtio-serial-pci,id=vser \
+  -chardev "file,id=out,path=$RUN/stdout" \
+  -device virtserialport,bus=vser.0,nr=1,chardev=out,name=arpma.stdout \
+  -chardev "file,id=err,path=$RUN/stderr" \
+  -device virtserialport,bus=vser.0,nr=2,chardev=err,name=arpma.stderr \
+  -fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap" \
+  -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+  -fsdev "local,id=ctl,path=$RUN,security_model=none" \
+  -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl \
+  -fsdev "local,id=repo,path=${REPO//,/,,},security_model=none,multidevs=remap" \
+  -device virtio-9p-pci,fsdev=repo,mount_tag=repo \
+  </dev/null >"$RUN/qemu.log" 2>&1 &
+QEMU_PID=$!
+if [[ $VERBOSE -eq 1 ]]; then
+  tail -n +1 -s 0.2 --pid="$QEMU_PID" -f "$RUN/console" >&2 &
+  READERS+=($!)
+fi
+
+deadline=$((SECONDS + TIMEOUT))
+T_START=
+while kill -0 "$QEMU_PID" 2>/dev/null; do
+  [[ -n $T_START || ! -e $RUN/started ]] || T_START=$EPOCHREALTIME
+  if [[ $SECONDS -ge $deadline ]]; then
+    log "timeout after ${TIMEOUT} s, killing the guest; last console lines:"
+    tail -n 20 "$RUN/console" >&2
+    exit 124
+  fi
+  sleep 0.1
+done
+wait "$QEMU_PID" || true
+QEMU_PID=
+T_END=$EPOCHREALTIME
+# the readers see EOF once QEMU has closed the fifos
+for p in "${READERS[@]}"; do
+  for _ in {1..20}; do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+done
+
+if [[ ! -s $RUN/rc ]]; then
+  log "error: the guest reported no exit status; console and QEMU log:"
+  tail -n 30 "$RUN/console" >&2
+  cat "$RUN/qemu.log" >&2
+  exit 125
+fi
+rc=$(<"$RUN/rc")
+if [[ -n $T_START ]]; then
+  log "$(awk -v a="$T0" -v s="$T_START" -v e="$T_END" -v rc="$rc" 'BEGIN {
+    printf "boot to command %.1f s, command + poweroff %.1f s, total %.1f s, exit status %d",
+           s - a, e - s, e - a, rc }')"
+fi
+exit "$rc"
