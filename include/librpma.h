@@ -17,9 +17,11 @@
 #ifndef LIBRPMA_H
 #define LIBRPMA_H 1
 
+/* NOLINTBEGIN(modernize-deprecated-headers): a C header, also compiled as C11 */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* NOLINTEND(modernize-deprecated-headers) */
 
 #include <infiniband/verbs.h>
 
@@ -269,8 +271,10 @@ int rpma_log_get_threshold(enum rpma_log_threshold threshold, enum rpma_log_leve
  * rpma_log_function -- the type of a user's logging function; it receives
  * each message that passed the main threshold, as a format and arguments.
  */
+/* NOLINTBEGIN(modernize-use-using): a C header, also compiled as C11 */
 typedef void rpma_log_function(enum rpma_log_level level, const char* file_name, const int line_no,
                                const char* function_name, const char* message_format, ...);
+/* NOLINTEND(modernize-use-using) */
 
 #define RPMA_LOG_USE_DEFAULT_FUNCTION (NULL)
 

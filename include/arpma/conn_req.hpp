@@ -89,8 +89,11 @@ auto async_conn_req_new(const boost::asio::any_io_executor& ex, const peer& p,
       [](auto handler, const boost::asio::any_io_executor& io,
          std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
          const conn_cfg& c) {
+        // Type-erased first so the call below is not dependent on the handler's
+        // type; clang-tidy then sees the by-value parameters moved, not copied.
+        detail::conn_req_handler h(std::move(handler));
         detail::start_conn_req_new(io, std::move(state), std::move(a), std::move(s), c,
-                                   detail::channel_mode::shared, std::move(handler));
+                                   detail::channel_mode::shared, std::move(h));
       },
       token, ex, p.state(), std::string(addr), std::string(port), cfg);
 }
@@ -105,8 +108,9 @@ auto async_conn_req_new(const peer& p, std::string_view addr, std::string_view p
       [](auto handler, std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
          const conn_cfg& c) {
         boost::asio::any_io_executor io = boost::asio::get_associated_executor(handler);
+        detail::conn_req_handler h(std::move(handler));
         detail::start_conn_req_new(std::move(io), std::move(state), std::move(a), std::move(s), c,
-                                   detail::channel_mode::shared, std::move(handler));
+                                   detail::channel_mode::shared, std::move(h));
       },
       token, p.state(), std::string(addr), std::string(port), cfg);
 }

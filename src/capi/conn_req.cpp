@@ -22,6 +22,10 @@ int rpma_conn_req_new(struct rpma_peer* peer, const char* addr, const char* port
     return 0;
   } catch (const std::bad_alloc&) {
     return RPMA_E_NOMEM;
+  } catch (const std::system_error& e) {  // e.g. the event loop could not get an fd
+    return arpma::to_rpma_error(e.code());
+  } catch (...) {
+    return RPMA_E_UNKNOWN;  // nothing may unwind into a C caller
   }
 }
 

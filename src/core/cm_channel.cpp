@@ -18,6 +18,7 @@ namespace {
 class cm_service final : public asio::execution_context::service {
  public:
   using key_type = cm_service;
+  // NOLINTNEXTLINE(cert-err58-cpp): asio's id has an empty constructor; it cannot throw
   static inline asio::execution_context::id id;
 
   explicit cm_service(asio::execution_context& ctx) : service(ctx) {}
@@ -73,7 +74,7 @@ cm_service& service_of(const asio::any_io_executor& ex) {
 }  // namespace
 
 result<std::shared_ptr<cm_channel>> cm_channel::create(provider::provider& prov,
-                                                       asio::any_io_executor ex) {
+                                                       const asio::any_io_executor& ex) {
   auto native = prov.create_event_channel();
   if (!native) {
     ARPMA_LOG_FAILURE("create event channel", native.error());

@@ -29,7 +29,7 @@ class cm_event_sink {
 class cm_channel : public std::enable_shared_from_this<cm_channel> {
  public:
   static result<std::shared_ptr<cm_channel>> create(provider::provider& prov,
-                                                    asio::any_io_executor ex);
+                                                    const asio::any_io_executor& ex);
   cm_channel(provider::provider& prov, provider::event_channel* native, asio::any_io_executor ex);
   cm_channel(const cm_channel&) = delete;
   cm_channel& operator=(const cm_channel&) = delete;

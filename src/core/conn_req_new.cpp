@@ -108,7 +108,19 @@ class conn_req_new_op final : public cm_event_sink,
  private:
   provider::provider& prov() const noexcept { return peer_->prov; }
 
+  // Asio reports resource exhaustion (no fd, no memory) by throwing; here it
+  // becomes the operation's error instead of escaping from io_context::run.
   void begin() {
+    try {
+      begin_steps();
+    } catch (const std::system_error& e) {
+      finish(e.code());
+    } catch (const std::bad_alloc&) {
+      finish(make_error_code(errc::no_memory));
+    }
+  }
+
+  void begin_steps() {
     if (stage_ != stage::starting) return;
     if (peer_ == nullptr || peer_->pd == nullptr || addr_.empty() || port_.empty() ||
         cfg_.timeout.count() < 0 || ex_.target<asio::system_executor>() != nullptr)
@@ -117,11 +129,7 @@ class conn_req_new_op final : public cm_event_sink,
                                                  : cm_channel::create(prov(), ex_);
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
-    try {
-      req_ = std::make_unique<conn_req_state>(peer_, channel.value(), ch.reserve_token());
-    } catch (const std::bad_alloc&) {
-      return finish(make_error_code(errc::no_memory));
-    }
+    req_ = std::make_unique<conn_req_state>(peer_, channel.value(), ch.reserve_token());
     auto id = prov().create_id(ch.native(), req_->token);
     if (!id) {
       ARPMA_LOG_FAILURE("create id", id.error());

@@ -35,9 +35,10 @@ bool is_provider_code(const std::error_code& code) noexcept {
 
 class category final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "arpma"; }
-  std::string message(int value) const override { return detail::describe(value); }
-  bool equivalent(const std::error_code& code, int condition) const noexcept override {
+  [[nodiscard]] const char* name() const noexcept override { return "arpma"; }
+  [[nodiscard]] std::string message(int value) const override { return detail::describe(value); }
+  [[nodiscard]] bool equivalent(const std::error_code& code,
+                                int condition) const noexcept override {
     if (code.category() == *this) return code.value() == condition;
     return condition == static_cast<int>(errc::provider) && is_provider_code(code);
   }

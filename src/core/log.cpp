@@ -78,7 +78,7 @@ sink_holder& holder() {
 
 // openlog/closelog bracket the library's lifetime, as librpma's constructor does.
 struct syslog_session {
-  syslog_session() { openlog("rpma", LOG_PID, LOG_LOCAL7); }
+  syslog_session() noexcept { openlog("rpma", LOG_PID, LOG_LOCAL7); }
   ~syslog_session() { closelog(); }
 } const session;
 

@@ -63,6 +63,24 @@ struct qp_config {
   std::uint32_t max_inline_data = 8;
 };
 
+/// The connect/accept parameters librpma sets (src/conn_req.c); the provider
+/// copies the private data before the call returns.
+struct conn_param {
+  const void* private_data = nullptr;
+  std::uint8_t private_data_len = 0;
+  std::uint8_t responder_resources = 0xff;  // RDMA_MAX_RESP_RES
+  std::uint8_t initiator_depth = 0xff;      // RDMA_MAX_INIT_DEPTH
+  std::uint8_t flow_control = 1;
+  std::uint8_t retry_count = 7;
+  std::uint8_t rnr_retry_count = 7;
+};
+
+/// Private data limits of rdma_cm over InfiniBand/RoCE (IB CM REQ, REP, REJ);
+/// longer private data is EINVAL, as rdma-core reports it.
+inline constexpr std::uint8_t max_connect_private_data = 56;
+inline constexpr std::uint8_t max_accept_private_data = 196;
+inline constexpr std::uint8_t max_reject_private_data = 148;
+
 /// Every call either succeeds or returns the provider's errno as a
 /// system-category error_code, with nothing left half-created.
 class provider {
@@ -92,6 +110,26 @@ class provider {
   virtual std::error_code resolve_route(cm_id* id, int timeout_ms) = 0;
   /// The device the id is bound to (after address resolution), or nullptr.
   [[nodiscard]] virtual device* id_device(const cm_id* id) const noexcept = 0;
+
+  // Connection lifecycle (rdma_cm semantics; events arrive on the id's
+  // channel). The defaults report EOPNOTSUPP for providers without them.
+  /// Binds a passive id to a local address (port 0: any free port).
+  virtual std::error_code bind_addr(cm_id* id, const sockaddr* addr);
+  virtual std::error_code listen(cm_id* id, int backlog);
+  /// Port the id is bound to (host order), 0 if none.
+  [[nodiscard]] virtual std::uint16_t local_port(const cm_id* id) const noexcept;
+  /// Active side: ESTABLISHED, REJECTED or UNREACHABLE follows.
+  virtual std::error_code connect(cm_id* id, const conn_param& param);
+  /// Passive side, on the id of a CONNECT_REQUEST: ESTABLISHED follows.
+  virtual std::error_code accept(cm_id* id, const conn_param& param);
+  virtual std::error_code reject(cm_id* id, const void* private_data, std::uint8_t len);
+  /// DISCONNECTED follows on both sides (TIMEWAIT_EXIT later).
+  virtual std::error_code disconnect(cm_id* id);
+  /// Moves `id` and its future events to `channel` (rdma_migrate_id).
+  virtual std::error_code migrate_id(cm_id* id, event_channel* channel);
+  /// Sets the context events of `id` carry; a CONNECT_REQUEST's new id starts
+  /// with its listener's, as in rdma_cm.
+  virtual void set_context(cm_id* id, std::uint64_t context) noexcept;
 
   // Verbs.
   virtual result<pd*> alloc_pd(device* dev) = 0;

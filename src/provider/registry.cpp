@@ -66,6 +66,21 @@ const char* to_string(cm_event_type type) noexcept {
   return "OTHER";
 }
 
+// Lifecycle defaults: a provider that has not got them says so.
+namespace {
+std::error_code not_supported() { return std::make_error_code(std::errc::operation_not_supported); }
+}  // namespace
+
+std::error_code provider::bind_addr(cm_id*, const sockaddr*) { return not_supported(); }
+std::error_code provider::listen(cm_id*, int) { return not_supported(); }
+std::uint16_t provider::local_port(const cm_id*) const noexcept { return 0; }
+std::error_code provider::connect(cm_id*, const conn_param&) { return not_supported(); }
+std::error_code provider::accept(cm_id*, const conn_param&) { return not_supported(); }
+std::error_code provider::reject(cm_id*, const void*, std::uint8_t) { return not_supported(); }
+std::error_code provider::disconnect(cm_id*) { return not_supported(); }
+std::error_code provider::migrate_id(cm_id*, event_channel*) { return not_supported(); }
+void provider::set_context(cm_id*, std::uint64_t) noexcept {}
+
 provider& default_provider() {
   if (override_provider != nullptr) return *override_provider;
   static provider& chosen = choose_from_environment();

@@ -7,13 +7,13 @@
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 
+#include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <optional>

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <librpma.h>
+#include <sys/resource.h>
 #include <boost/asio/io_context.hpp>
 
 #include <vector>
@@ -85,6 +86,37 @@ TEST_F(soft_provider_test, many_requests_in_flight_on_one_loop) {
   io.run();
   EXPECT_EQ(failed, 0);
   EXPECT_EQ(ready.size(), 1000u);
+}
+
+// Running out of file descriptors is an error code, never an exception into C.
+TEST_F(soft_provider_test, fd_exhaustion_is_a_provider_error) {
+  ibv_context* dev = nullptr;
+  ASSERT_EQ(rpma_utils_get_ibv_context("127.0.0.1", RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev), 0);
+  rpma_peer* peer = nullptr;
+  ASSERT_EQ(rpma_peer_new(dev, &peer), 0);
+  rpma_conn_req* warm = nullptr;  // the thread's loop and its fds exist from here on
+  ASSERT_EQ(rpma_conn_req_new(peer, "127.0.0.1", "7204", nullptr, &warm), 0);
+  ASSERT_EQ(rpma_conn_req_delete(&warm), 0);
+
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::vector<rpma_conn_req*> held;
+  int last = 0;
+  {
+    rlimit low = saved;
+    low.rlim_cur = 64;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    for (int i = 0; i < 200 && last == 0; ++i) {
+      rpma_conn_req* req = nullptr;
+      last = rpma_conn_req_new(peer, "127.0.0.1", "7204", nullptr, &req);
+      if (last == 0) held.push_back(req);
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  }
+  EXPECT_EQ(last, RPMA_E_PROVIDER);
+  EXPECT_FALSE(held.empty());
+  for (auto* req : held) EXPECT_EQ(rpma_conn_req_delete(&req), 0);
+  EXPECT_EQ(rpma_peer_delete(&peer), 0);
 }
 
 TEST_F(soft_provider_test, objects_in_use_refuse_to_go) {

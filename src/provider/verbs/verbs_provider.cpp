@@ -2,6 +2,7 @@
 
 #include "core/log_internal.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
@@ -166,6 +167,60 @@ std::error_code verbs_provider::resolve_route(cm_id* id, int timeout_ms) {
 }
 
 device* verbs_provider::id_device(const cm_id* id) const noexcept { return native(id)->verbs; }
+
+std::error_code verbs_provider::bind_addr(cm_id* id, const sockaddr* addr) {
+  return rdma_bind_addr(native(id), const_cast<sockaddr*>(addr)) != 0 ? last_error()
+                                                                      : std::error_code{};
+}
+
+std::error_code verbs_provider::listen(cm_id* id, int backlog) {
+  return rdma_listen(native(id), backlog) != 0 ? last_error() : std::error_code{};
+}
+
+std::uint16_t verbs_provider::local_port(const cm_id* id) const noexcept {
+  return ntohs(rdma_get_src_port(const_cast<rdma_cm_id*>(native(id))));
+}
+
+namespace {
+rdma_conn_param to_native(const conn_param& p) noexcept {
+  rdma_conn_param out{};
+  out.private_data = p.private_data;
+  out.private_data_len = p.private_data_len;
+  out.responder_resources = p.responder_resources;
+  out.initiator_depth = p.initiator_depth;
+  out.flow_control = p.flow_control;
+  out.retry_count = p.retry_count;
+  out.rnr_retry_count = p.rnr_retry_count;
+  return out;
+}
+}  // namespace
+
+std::error_code verbs_provider::connect(cm_id* id, const conn_param& param) {
+  rdma_conn_param native_param = to_native(param);
+  return rdma_connect(native(id), &native_param) != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code verbs_provider::accept(cm_id* id, const conn_param& param) {
+  rdma_conn_param native_param = to_native(param);
+  return rdma_accept(native(id), &native_param) != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code verbs_provider::reject(cm_id* id, const void* private_data, std::uint8_t len) {
+  return rdma_reject(native(id), private_data, len) != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code verbs_provider::disconnect(cm_id* id) {
+  return rdma_disconnect(native(id)) != 0 ? last_error() : std::error_code{};
+}
+
+std::error_code verbs_provider::migrate_id(cm_id* id, event_channel* channel) {
+  return rdma_migrate_id(native(id), native(channel)) != 0 ? last_error() : std::error_code{};
+}
+
+void verbs_provider::set_context(cm_id* id, std::uint64_t context) noexcept {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the context is an opaque token
+  native(id)->context = reinterpret_cast<void*>(static_cast<std::uintptr_t>(context));
+}
 
 result<pd*> verbs_provider::alloc_pd(device* dev) {
   errno = 0;

@@ -8,7 +8,7 @@ namespace arpma::provider {
 
 class verbs_provider final : public provider {
  public:
-  const char* name() const noexcept override { return "verbs"; }
+  [[nodiscard]] const char* name() const noexcept override { return "verbs"; }
   bool owns(const device* dev) const noexcept override { return dev != nullptr; }
   result<device*> find_device(const char* addr, bool remote) override;
 
@@ -21,6 +21,15 @@ class verbs_provider final : public provider {
   std::error_code resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) override;
   std::error_code resolve_route(cm_id* id, int timeout_ms) override;
   device* id_device(const cm_id* id) const noexcept override;
+  std::error_code bind_addr(cm_id* id, const sockaddr* addr) override;
+  std::error_code listen(cm_id* id, int backlog) override;
+  std::uint16_t local_port(const cm_id* id) const noexcept override;
+  std::error_code connect(cm_id* id, const conn_param& param) override;
+  std::error_code accept(cm_id* id, const conn_param& param) override;
+  std::error_code reject(cm_id* id, const void* private_data, std::uint8_t len) override;
+  std::error_code disconnect(cm_id* id) override;
+  std::error_code migrate_id(cm_id* id, event_channel* channel) override;
+  void set_context(cm_id* id, std::uint64_t context) noexcept override;
 
   result<pd*> alloc_pd(device* dev) override;
   std::error_code dealloc_pd(pd* pd) noexcept override;
