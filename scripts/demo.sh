@@ -13,8 +13,12 @@ if [[ ! -f build/default/CMakeCache.txt ]]; then
 fi
 cmake --build --preset default -j "$(nproc)"
 
-example=build/default/examples/conn_req_new/conn_req_new_example
+examples=build/default/examples/conn_req_new
 if [[ $# -eq 0 ]]; then
   set -- 127.0.0.1 7204
 fi
-exec "${example}" "$@"
+echo "== rpma_conn_req_new on ${1}:${2} (provider: ${ARPMA_PROVIDER:-auto}; auto = verbs when an RDMA device exists, else soft)"
+echo "-- C++: co_await and callbacks on one io_context"
+"${examples}/conn_req_new_example" "$@"
+echo "-- C: librpma's blocking API"
+"${examples}/conn_req_new_c" "$1" "$2"
