@@ -2,10 +2,17 @@
 // eventfd in semaphore mode, so one read consumes one event, a non-blocking
 // read of an empty queue fails with EAGAIN, and the fd works with epoll/Asio
 // exactly like rdma-core's channel fd.
+//
+// Invariant: under the mutex, the eventfd counter equals the number of queued
+// events (push writes one, pop and extract read one per event while holding the
+// mutex, so those reads never block even when the application has made the fd
+// blocking). Readiness therefore always means "an event is there".
 #pragma once
 
 #include "provider/provider.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -14,6 +21,7 @@
 #include <deque>
 #include <mutex>
 #include <system_error>
+#include <vector>
 
 namespace arpma::provider {
 
@@ -22,9 +30,19 @@ class event_queue {
   event_queue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
     if (fd_ < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   }
+  /// Without exceptions: a failed eventfd (EMFILE, ...) is reported in `ec`
+  /// and leaves an unusable queue to be destroyed.
+  explicit event_queue(std::error_code& ec) noexcept
+      : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
+    if (fd_ < 0) ec = {errno, std::system_category()};
+  }
   event_queue(const event_queue&) = delete;
   event_queue& operator=(const event_queue&) = delete;
-  ~event_queue() { ::close(fd_); }
+  event_queue(event_queue&&) = delete;
+  event_queue& operator=(event_queue&&) = delete;
+  ~event_queue() {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
   [[nodiscard]] int fd() const noexcept { return fd_; }
 
@@ -37,14 +55,49 @@ class event_queue {
     (void)!::write(fd_, &one, sizeof one);
   }
 
-  /// Takes the oldest event; EAGAIN when none is pending.
+  /// Takes the oldest event. With none pending: EAGAIN when the fd is
+  /// non-blocking, else waits for one (as a read of rdma-core's channel fd).
   std::error_code pop(cm_event& out) {
-    std::uint64_t one = 0;
-    if (::read(fd_, &one, sizeof one) != sizeof one) return {errno, std::system_category()};
+    for (;;) {
+      {
+        const std::lock_guard lock(mutex_);
+        if (!events_.empty()) {
+          consume_tokens(1);
+          out = events_.front();
+          events_.pop_front();
+          return {};
+        }
+      }
+      const int flags = ::fcntl(fd_, F_GETFL);
+      if (flags < 0) return {errno, std::system_category()};
+      if ((flags & O_NONBLOCK) != 0) return {EAGAIN, std::system_category()};
+      pollfd ready{fd_, POLLIN, 0};
+      if (::poll(&ready, 1, -1) < 0) return {errno, std::system_category()};
+    }
+  }
+
+  /// Removes the queued events `pred` selects, oldest first, and returns them
+  /// (for moving an id's events to another channel, or dropping them).
+  template <class Pred>
+  std::vector<cm_event> extract(Pred pred) {
+    std::vector<cm_event> taken;
     const std::lock_guard lock(mutex_);
-    out = events_.front();
-    events_.pop_front();
-    return {};
+    for (auto it = events_.begin(); it != events_.end();) {
+      if (pred(static_cast<const cm_event&>(*it))) {
+        taken.push_back(*it);
+        it = events_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    consume_tokens(taken.size());
+    return taken;
+  }
+
+  /// Number of events waiting (for tests and diagnostics).
+  [[nodiscard]] std::size_t size() const {
+    const std::lock_guard lock(mutex_);
+    return events_.size();
   }
 
   /// Stops accepting events (the channel is being destroyed).
@@ -54,8 +107,17 @@ class event_queue {
   }
 
  private:
+  // Called with the mutex held; the counter is at least `count`.
+  // NOLINTNEXTLINE(readability-make-member-function-const): drains the eventfd counter
+  void consume_tokens(std::size_t count) noexcept {
+    for (std::size_t i = 0; i < count; ++i) {
+      std::uint64_t one = 0;
+      (void)!::read(fd_, &one, sizeof one);
+    }
+  }
+
   int fd_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::deque<cm_event> events_;
   bool closed_ = false;
 };

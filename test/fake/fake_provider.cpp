@@ -1,6 +1,7 @@
 #include "fake/fake_provider.hpp"
 
 #include "provider/event_queue.hpp"
+#include "provider/handle_cast.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -51,15 +52,8 @@ struct fake_provider::cq_obj {
 
 namespace {
 
-template <class T, class H>
-T* as(H* handle) noexcept {
-  return reinterpret_cast<T*>(handle);
-}
-
-template <class H, class T>
-H* handle(T* object) noexcept {
-  return reinterpret_cast<H*>(object);
-}
+using prov::as;
+using prov::handle;
 
 std::error_code sys(int err) { return {err, std::system_category()}; }
 

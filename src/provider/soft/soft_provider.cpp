@@ -2,29 +2,193 @@
 
 #include "core/log_internal.hpp"
 #include "provider/event_queue.hpp"
+#include "provider/handle_cast.hpp"
 
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <optional>
 #include <random>
+#include <thread>
+#include <vector>
 
 namespace arpma::provider {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
 
 // A real ibv_context allocation, so the handle has the layout programs expect.
 struct soft_provider::device_storage {
   ibv_context context{};
 };
 
+// The progress thread: it plays the NIC. Every socket, acceptor and timer of
+// the connection manager is used only on this thread once it has been handed
+// over (application threads post to it).
+class soft_provider::engine {
+ public:
+  engine() : guard_(io_.get_executor()), thread_([this] { run(); }) {}
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  engine(engine&&) = delete;
+  engine& operator=(engine&&) = delete;
+  // Handlers never block, so stop() ends run() after at most one handler; the
+  // pending ones are destroyed with the io_context, releasing their ids.
+  ~engine() {
+    guard_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  asio::io_context& io() noexcept { return io_; }
+
+  /// False in a child forked after the thread started: the thread is not
+  /// there to join, and the epoll instance is shared with the parent.
+  [[nodiscard]] bool ours() const noexcept { return owner_ == ::getpid(); }
+
+ private:
+  void run() noexcept {
+    (void)::pthread_setname_np(::pthread_self(), "arpma-soft");
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        ARPMA_LOG(log_level::error, "soft provider progress thread: %s", e.what());
+      }
+    }
+  }
+
+  pid_t owner_ = ::getpid();
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
 namespace {
 
+// ---- wire protocol (docs/soft-provider.md) ---------------------------------
+
+constexpr std::uint32_t frame_magic = 0x4152504d;  // "ARPM"
+constexpr std::uint8_t frame_version = 1;
+constexpr std::size_t header_size = 12;
+constexpr std::size_t conn_fixed_size = 8;  // REQ and REP: 4 parameters + QP number
+constexpr std::size_t rej_fixed_size = 2;   // REJ: reason
+
+enum class frame_type : std::uint8_t { req = 1, rep = 2, rej = 3, rtu = 4, dreq = 5 };
+
+/// IB CM reject reasons the soft provider sends.
+constexpr std::uint16_t rej_consumer_defined = 28;
+
+constexpr auto connect_timeout = std::chrono::seconds(20);
+constexpr auto handshake_timeout = std::chrono::seconds(10);
+constexpr auto linger_timeout = std::chrono::seconds(5);
+
+using header_bytes = std::array<std::uint8_t, header_size>;
+using frame = std::vector<std::uint8_t>;
+
+void put_u16(std::uint8_t* p, std::uint16_t v) noexcept {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+void put_u32(std::uint8_t* p, std::uint32_t v) noexcept {
+  put_u16(p, static_cast<std::uint16_t>(v >> 16));
+  put_u16(p + 2, static_cast<std::uint16_t>(v));
+}
+std::uint16_t get_u16(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+std::uint32_t get_u32(const std::uint8_t* p) noexcept {
+  return (static_cast<std::uint32_t>(get_u16(p)) << 16) | get_u16(p + 2);
+}
+
+struct payload_bounds {
+  std::size_t min;
+  std::size_t max;
+};
+
+std::optional<payload_bounds> bounds_of(std::uint8_t type) noexcept {
+  switch (static_cast<frame_type>(type)) {
+    case frame_type::req:
+      return payload_bounds{conn_fixed_size, conn_fixed_size + max_connect_private_data};
+    case frame_type::rep:
+      return payload_bounds{conn_fixed_size, conn_fixed_size + max_accept_private_data};
+    case frame_type::rej:
+      return payload_bounds{rej_fixed_size, rej_fixed_size + max_reject_private_data};
+    case frame_type::rtu:
+    case frame_type::dreq: return payload_bounds{0, 0};
+  }
+  return std::nullopt;
+}
+
+struct frame_header {
+  frame_type type;
+  std::uint32_t length;
+};
+
+/// A header we accept: our magic and version, no flags, a known type and a
+/// payload length within that type's bounds. Anything else closes the link.
+std::optional<frame_header> parse_header(const header_bytes& h) noexcept {
+  if (get_u32(h.data()) != frame_magic || h[4] != frame_version || get_u16(h.data() + 6) != 0)
+    return std::nullopt;
+  const auto bounds = bounds_of(h[5]);
+  const std::uint32_t length = get_u32(h.data() + 8);
+  if (!bounds || length < bounds->min || length > bounds->max) return std::nullopt;
+  return frame_header{static_cast<frame_type>(h[5]), length};
+}
+
+frame make_frame(frame_type type, const std::uint8_t* fixed, std::size_t fixed_len,
+                 const void* private_data, std::size_t private_data_len) {
+  frame out(header_size + fixed_len + private_data_len);
+  put_u32(out.data(), frame_magic);
+  out[4] = frame_version;
+  out[5] = static_cast<std::uint8_t>(type);
+  put_u16(out.data() + 6, 0);
+  put_u32(out.data() + 8, static_cast<std::uint32_t>(fixed_len + private_data_len));
+  if (fixed_len > 0) std::memcpy(out.data() + header_size, fixed, fixed_len);
+  if (private_data_len > 0)
+    std::memcpy(out.data() + header_size + fixed_len, private_data, private_data_len);
+  return out;
+}
+
+frame make_conn_frame(frame_type type, const conn_param& param, std::uint32_t qp_num) {
+  std::array<std::uint8_t, conn_fixed_size> fixed{param.responder_resources, param.initiator_depth,
+                                                  param.retry_count, param.rnr_retry_count};
+  put_u32(fixed.data() + 4, qp_num);
+  return make_frame(type, fixed.data(), fixed.size(), param.private_data, param.private_data_len);
+}
+
+frame make_rej_frame(std::uint16_t reason, const void* private_data, std::size_t len) {
+  std::array<std::uint8_t, rej_fixed_size> fixed{};
+  put_u16(fixed.data(), reason);
+  return make_frame(frame_type::rej, fixed.data(), fixed.size(), private_data, len);
+}
+
+// ---- objects ------------------------------------------------------------------
+
 struct soft_channel {
+  explicit soft_channel(std::error_code& ec) noexcept : queue(ec) {}
   event_queue queue;
   std::atomic<int> ids{0};
 };
@@ -36,6 +200,11 @@ struct soft_pd {
 struct soft_comp_channel {
   int fd = -1;
   std::atomic<int> cqs{0};
+  soft_comp_channel() = default;
+  soft_comp_channel(const soft_comp_channel&) = delete;
+  soft_comp_channel& operator=(const soft_comp_channel&) = delete;
+  soft_comp_channel(soft_comp_channel&&) = delete;
+  soft_comp_channel& operator=(soft_comp_channel&&) = delete;
   ~soft_comp_channel() {
     if (fd >= 0) ::close(fd);
   }
@@ -56,28 +225,101 @@ struct soft_qp {
   std::uint32_t num = 0;
 };
 
-struct soft_id {
-  soft_channel* channel = nullptr;
-  std::uint64_t context = 0;
-  sockaddr_storage dst{};
-  bool addr_resolved = false;
-  std::unique_ptr<soft_qp> qp;
+/// Where an id is in the connection lifecycle (IB CM states, simplified).
+enum class conn_state : std::uint8_t {
+  idle,          ///< nothing yet (or only address/route resolution)
+  bound,         ///< bind_addr: an acceptor bound to a local address
+  listening,     ///< listen: accepting connections
+  connecting,    ///< active: TCP connect in flight
+  req_sent,      ///< active: REQ sent, waiting for REP or REJ
+  req_received,  ///< passive: REQ received, waiting for accept or reject
+  rep_sent,      ///< passive: REP sent, waiting for RTU
+  established,   ///< both: ESTABLISHED delivered
+  disconnected,  ///< both: DISCONNECTED delivered (after being established)
+  closed,        ///< no connection: rejected, unreachable, or answered with a reject
 };
 
-template <class T, class H>
-T* as(H* handle) noexcept {
-  return reinterpret_cast<T*>(handle);
-}
+/// What to do with the socket once the queued frames are written.
+enum class after_write : std::uint8_t { nothing, shutdown_send };
 
-template <class H, class T>
-H* handle(T* object) noexcept {
-  return reinterpret_cast<H*>(object);
-}
+/// A cm id. The application holds it through `self` until destroy_id; the
+/// progress thread's handlers hold shared_ptrs, so a handler in flight never
+/// touches a destroyed id, and `destroyed` (under `mutex`) stops every event
+/// once destroy_id has returned.
+struct soft_id : std::enable_shared_from_this<soft_id> {
+  // Application threads only (or set before the id is published).
+  sockaddr_storage dst{};
+  bool addr_resolved = false;
+  bool route_resolved = false;
+  std::unique_ptr<soft_qp> qp;
+  /// Passive id of a CONNECT_REQUEST: its listener. Compared, never followed.
+  const soft_id* listener = nullptr;
+  /// The progress thread's io_context once the id has sockets.
+  asio::io_context* io = nullptr;
+
+  // Shared between the application's threads and the progress thread.
+  mutable std::mutex mutex;
+  soft_channel* channel = nullptr;
+  std::uint64_t context = 0;
+  conn_state state = conn_state::idle;
+  bool destroyed = false;
+  bool on_device = false;  ///< bound to a local address, or a passive id
+  bool peer_gone = false;  ///< passive: the active side left before an answer
+  int peer_gone_status = 0;
+  std::uint16_t port = 0;
+  std::shared_ptr<soft_id> self;
+
+  // The progress thread only (after hand-off).
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<tcp::socket> socket;
+  std::optional<asio::steady_timer> timer;
+  bool link_closed = false;
+  bool connect_done = false;
+  bool connect_timed_out = false;
+  bool accept_failing = false;
+  header_bytes header{};
+  std::vector<std::uint8_t> payload;
+  std::deque<frame> out;
+  bool writing = false;
+  after_write then = after_write::nothing;
+
+  /// Queues an event of this id on its channel, unless the id is destroyed.
+  /// Called with `mutex` held.
+  void push_locked(cm_event_type type, int status = 0, const std::uint8_t* private_data = nullptr,
+                   std::size_t len = 0) {
+    if (destroyed) return;
+    cm_event event;
+    event.type = type;
+    event.id = reinterpret_cast<cm_id*>(this);
+    event.context = context;
+    event.status = status;
+    event.private_data_len = static_cast<std::uint8_t>(len);
+    if (len > 0) std::memcpy(event.private_data.data(), private_data, len);
+    channel->queue.push(event);
+  }
+};
 
 std::error_code sys(int err) noexcept { return {err, std::system_category()}; }
 
+std::error_code sys(const boost::system::error_code& ec) noexcept {
+  return {ec.value(), std::system_category()};
+}
+
+/// The errno an rdma_cm event would carry for a failed socket operation.
+int errno_of(const boost::system::error_code& ec) noexcept {
+  if (ec == asio::error::eof) return ECONNRESET;
+  if (ec.category() == boost::system::system_category() && ec.value() > 0) return ec.value();
+  return EIO;
+}
+
 socklen_t length_of(const sockaddr* addr) noexcept {
   return addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+tcp::endpoint endpoint_of(const sockaddr* addr) noexcept {
+  tcp::endpoint ep;
+  std::memcpy(ep.data(), addr, length_of(addr));
+  return ep;
 }
 
 // What the kernel's route lookup would say about reaching `dst`; a UDP
@@ -111,13 +353,383 @@ std::error_code bindable(const sockaddr* addr) noexcept {
   return err != 0 ? sys(err) : std::error_code{};
 }
 
+/// Low latency, and a dead peer host noticed within seconds.
+void tune(tcp::socket& socket) noexcept {
+  boost::system::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
+  socket.set_option(asio::socket_base::keep_alive(true), ignored);
+  const int idle = 5;
+  const int interval = 1;
+  const int count = 5;
+  const int fd = socket.native_handle();
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+std::uint16_t local_port_of(const tcp::socket& socket) noexcept {
+  boost::system::error_code ec;
+  const auto ep = socket.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+// ---- the progress thread's side of a link -------------------------------------
+
+using id_ptr = std::shared_ptr<soft_id>;
+
+void read_frame(const id_ptr& id);
+void on_frame(const id_ptr& id, frame_type type);
+
+/// Closes everything the id has on the wire; idempotent.
+void close_link(const id_ptr& id) {
+  id->link_closed = true;
+  boost::system::error_code ignored;
+  if (id->socket) id->socket->close(ignored);
+  if (id->acceptor) id->acceptor->close(ignored);
+  if (id->timer) id->timer->cancel();
+}
+
+/// The link broke (EOF, reset, a write error, or a frame we do not accept):
+/// tell the application what rdma_cm would, then close the link.
+void link_failed(const id_ptr& id, int err) {
+  {
+    const std::lock_guard lock(id->mutex);
+    switch (id->state) {
+      case conn_state::req_sent:
+      case conn_state::rep_sent:
+        id->state = conn_state::closed;
+        id->push_locked(cm_event_type::unreachable, -err);
+        break;
+      case conn_state::req_received:
+        // Nothing to say until the application answers (accept reports it).
+        id->peer_gone = true;
+        id->peer_gone_status = err;
+        break;
+      case conn_state::established:
+        id->state = conn_state::disconnected;
+        id->push_locked(cm_event_type::disconnected);
+        id->push_locked(cm_event_type::timewait_exit);
+        break;
+      default: break;
+    }
+  }
+  close_link(id);
+}
+
+void write_next(const id_ptr& id) {
+  if (id->link_closed) {
+    id->out.clear();
+    id->writing = false;
+    return;
+  }
+  if (id->out.empty()) {
+    id->writing = false;
+    if (id->then == after_write::shutdown_send) {
+      boost::system::error_code ignored;
+      id->socket->shutdown(tcp::socket::shutdown_send, ignored);
+    }
+    return;
+  }
+  id->writing = true;
+  asio::async_write(*id->socket, asio::buffer(id->out.front()),
+                    [id](const boost::system::error_code& ec, std::size_t /*n*/) {
+                      id->out.pop_front();
+                      if (ec && !id->link_closed) {
+                        id->writing = false;
+                        id->out.clear();
+                        link_failed(id, errno_of(ec));
+                        return;
+                      }
+                      write_next(id);
+                    });
+}
+
+void send_frame(const id_ptr& id, frame f) {
+  if (id->link_closed || !id->socket) return;
+  id->out.push_back(std::move(f));
+  if (!id->writing) write_next(id);
+}
+
+/// Half-closes the link once the queued frames are out; the read side runs
+/// until the peer closes too. With `bounded`, the link is closed after the
+/// linger timeout whatever the peer does (for ids nobody owns any more).
+void finish_link(const id_ptr& id, bool bounded) {
+  if (id->link_closed || !id->socket) return;
+  id->then = after_write::shutdown_send;
+  if (!id->writing) write_next(id);
+  if (bounded && id->timer) {
+    id->timer->expires_after(linger_timeout);
+    id->timer->async_wait([id](const boost::system::error_code& ec) {
+      if (!ec) close_link(id);
+    });
+  }
+}
+
+void read_frame(const id_ptr& id) {
+  if (id->link_closed) return;
+  asio::async_read(*id->socket, asio::buffer(id->header),
+                   [id](const boost::system::error_code& ec, std::size_t /*n*/) {
+                     if (id->link_closed) return;
+                     if (ec) return link_failed(id, errno_of(ec));
+                     const auto h = parse_header(id->header);
+                     if (!h) return link_failed(id, EPROTO);
+                     id->payload.resize(h->length);
+                     if (h->length == 0) return on_frame(id, h->type);
+                     asio::async_read(*id->socket, asio::buffer(id->payload),
+                                      [id, type = h->type](const boost::system::error_code& ec2,
+                                                           std::size_t /*n*/) {
+                                        if (id->link_closed) return;
+                                        if (ec2) return link_failed(id, errno_of(ec2));
+                                        on_frame(id, type);
+                                      });
+                   });
+}
+
+/// One complete, well-formed frame arrived on an id's link.
+void on_frame(const id_ptr& id, frame_type type) {
+  const std::uint8_t* body = id->payload.data();
+  const std::size_t size = id->payload.size();
+  bool valid = true;
+  bool reply_rtu = false;
+  bool half_close = false;
+  bool keep_reading = true;
+  {
+    const std::lock_guard lock(id->mutex);
+    switch (type) {
+      case frame_type::rep:
+        if (id->state != conn_state::req_sent) {
+          valid = false;
+          break;
+        }
+        id->state = conn_state::established;
+        id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
+                        size - conn_fixed_size);
+        reply_rtu = true;
+        break;
+      case frame_type::rej:
+        if (id->state != conn_state::req_sent) {
+          valid = false;
+          break;
+        }
+        id->state = conn_state::closed;
+        id->push_locked(cm_event_type::rejected, get_u16(body), body + rej_fixed_size,
+                        size - rej_fixed_size);
+        keep_reading = false;
+        break;
+      case frame_type::rtu:
+        if (id->state != conn_state::rep_sent) {
+          valid = false;
+          break;
+        }
+        id->state = conn_state::established;
+        id->push_locked(cm_event_type::established);
+        break;
+      case frame_type::dreq:
+        if (id->state == conn_state::established) {
+          id->state = conn_state::disconnected;
+          id->push_locked(cm_event_type::disconnected);
+          id->push_locked(cm_event_type::timewait_exit);
+          half_close = true;
+        } else if (id->state != conn_state::disconnected) {
+          valid = false;  // a disconnect crossing ours is fine, any other is not
+        }
+        break;
+      case frame_type::req: valid = false; break;  // only as the first frame of a link
+    }
+  }
+  if (!valid) return link_failed(id, EPROTO);
+  if (!keep_reading) return close_link(id);
+  if (reply_rtu) send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
+  if (half_close) finish_link(id, false);
+  read_frame(id);
+}
+
+// ---- passive side: connections arriving at a listener -------------------------
+
+/// A TCP connection accepted by a listener that has not yet sent its REQ.
+struct incoming {
+  incoming(tcp::socket s, std::weak_ptr<soft_id> l)
+      : socket(std::move(s)), timer(socket.get_executor()), listener(std::move(l)) {}
+  tcp::socket socket;
+  asio::steady_timer timer;
+  std::weak_ptr<soft_id> listener;
+  header_bytes header{};
+  std::vector<std::uint8_t> payload;
+
+  void drop() {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    timer.cancel();
+  }
+};
+
+/// A valid REQ: a new id on the listener's channel, with its context, and a
+/// CONNECT_REQUEST carrying the private data (rdma_cm semantics).
+void deliver_request(const std::shared_ptr<incoming>& in) {
+  const id_ptr listener = in->listener.lock();
+  if (!listener) return in->drop();
+  auto child = std::make_shared<soft_id>();
+  child->listener = listener.get();
+  child->io = listener->io;
+  child->state = conn_state::req_received;
+  child->on_device = true;
+  child->port = local_port_of(in->socket);
+  child->socket.emplace(std::move(in->socket));
+  child->timer.emplace(child->socket->get_executor());
+  in->timer.cancel();
+  {
+    const std::lock_guard lock(listener->mutex);
+    if (listener->destroyed || listener->state != conn_state::listening) {
+      close_link(child);
+      return;
+    }
+    const std::lock_guard child_lock(child->mutex);
+    child->channel = listener->channel;
+    child->context = listener->context;
+    ++child->channel->ids;
+    child->self = child;
+    cm_event event;
+    event.type = cm_event_type::connect_request;
+    event.id = handle<cm_id>(child.get());
+    event.context = listener->context;
+    event.private_data_len = static_cast<std::uint8_t>(in->payload.size() - conn_fixed_size);
+    std::memcpy(event.private_data.data(), in->payload.data() + conn_fixed_size,
+                event.private_data_len);
+    child->channel->queue.push(event);
+  }
+  read_frame(child);
+}
+
+void read_request(const std::shared_ptr<incoming>& in) {
+  in->timer.expires_after(handshake_timeout);
+  in->timer.async_wait([in](const boost::system::error_code& ec) {
+    if (!ec) in->drop();
+  });
+  asio::async_read(in->socket, asio::buffer(in->header),
+                   [in](const boost::system::error_code& ec, std::size_t /*n*/) {
+                     const auto h = ec ? std::nullopt : parse_header(in->header);
+                     if (!h || h->type != frame_type::req) return in->drop();
+                     in->payload.resize(h->length);
+                     asio::async_read(
+                         in->socket, asio::buffer(in->payload),
+                         [in](const boost::system::error_code& ec2, std::size_t /*n*/) {
+                           if (ec2) return in->drop();
+                           deliver_request(in);
+                         });
+                   });
+}
+
+void accept_next(const id_ptr& listener) {
+  if (listener->link_closed) return;
+  listener->acceptor->async_accept(
+      [listener](const boost::system::error_code& ec, tcp::socket socket) {
+        if (listener->link_closed || ec == asio::error::operation_aborted) return;
+        if (ec) {
+          // Out of descriptors or memory: try again a little later (said once
+          // per episode).
+          ARPMA_LOG(listener->accept_failing ? log_level::debug : log_level::warning,
+                    "soft provider: accept: %s; retrying", ec.message().c_str());
+          listener->accept_failing = true;
+          listener->timer->expires_after(std::chrono::milliseconds(100));
+          listener->timer->async_wait([listener](const boost::system::error_code& e) {
+            if (!e) accept_next(listener);
+          });
+          return;
+        }
+        listener->accept_failing = false;
+        tune(socket);
+        read_request(std::make_shared<incoming>(std::move(socket), listener));
+        accept_next(listener);
+      });
+}
+
+// ---- active side -------------------------------------------------------------
+
+void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
+  if (id->link_closed) return;  // destroyed before the progress thread got here
+  id->socket.emplace(*id->io);
+  id->timer.emplace(*id->io);
+  id->timer->expires_after(connect_timeout);
+  id->timer->async_wait([id](const boost::system::error_code& ec) {
+    // (a wait that completed just as the connect did must not close the link)
+    if (ec || id->link_closed || id->connect_done) return;
+    id->connect_timed_out = true;
+    boost::system::error_code ignored;
+    id->socket->close(ignored);
+  });
+  id->socket->async_connect(
+      peer, [id, request = std::move(request)](const boost::system::error_code& ec) mutable {
+        id->connect_done = true;
+        id->timer->cancel();
+        bool proceed = false;
+        {
+          const std::lock_guard lock(id->mutex);
+          if (id->destroyed || id->link_closed || id->state != conn_state::connecting) {
+            // Destroyed meanwhile: nobody to tell, nothing to send.
+          } else if (ec) {
+            id->state = conn_state::closed;
+            id->push_locked(cm_event_type::unreachable,
+                            -(id->connect_timed_out ? ETIMEDOUT : errno_of(ec)));
+          } else {
+            id->state = conn_state::req_sent;
+            id->port = local_port_of(*id->socket);
+            proceed = true;
+          }
+        }
+        if (!proceed) return close_link(id);
+        tune(*id->socket);
+        send_frame(id, std::move(request));
+        read_frame(id);
+      });
+}
+
+/// The progress thread's part of destroy_id, given the state the id was in:
+/// what rdma_cm's destroy would send, then the link closes (bounded).
+void teardown(const id_ptr& id, conn_state state, bool peer_gone) {
+  switch (state) {
+    case conn_state::idle:
+    case conn_state::bound:
+    case conn_state::listening:
+    case conn_state::connecting:
+    case conn_state::req_sent: return close_link(id);
+    case conn_state::req_received:
+      // As ib_destroy_cm_id: an unanswered request is rejected.
+      if (!peer_gone) send_frame(id, make_rej_frame(rej_consumer_defined, nullptr, 0));
+      break;
+    case conn_state::rep_sent:
+    case conn_state::established:
+      send_frame(id, make_frame(frame_type::dreq, nullptr, 0, nullptr, 0));
+      break;
+    case conn_state::disconnected:
+    case conn_state::closed: break;  // what had to be sent is queued already
+  }
+  finish_link(id, true);
+}
+
+bool private_data_ok(const void* data, std::uint8_t len, std::uint8_t max) noexcept {
+  return len <= max && (len == 0 || data != nullptr);
+}
+
 }  // namespace
 
 soft_provider::soft_provider()
     : device_(std::make_unique<device_storage>()),
       next_qp_num_(std::random_device{}() & 0x7fffffu) {}
 
-soft_provider::~soft_provider() = default;
+soft_provider::~soft_provider() {
+  const std::lock_guard lock(engine_mutex_);
+  // In a forked child the parent's progress thread does not exist: joining it
+  // would hang and tearing down its io_context would unregister the parent's
+  // sockets from their shared epoll instance. Leave it (the process is ending).
+  if (engine_ && !engine_->ours()) (void)engine_.release();
+  engine_.reset();
+}
+
+soft_provider::engine& soft_provider::progress() {
+  const std::lock_guard lock(engine_mutex_);
+  if (!engine_) engine_ = std::make_unique<engine>();
+  return *engine_;
+}
 
 bool soft_provider::owns(const device* dev) const noexcept {
   return dev != nullptr && dev == &device_->context;
@@ -146,11 +758,11 @@ result<device*> soft_provider::find_device(const char* addr, bool remote) {
 // ---- connection manager ----------------------------------------------------
 
 result<event_channel*> soft_provider::create_event_channel() {
-  try {
-    return handle<event_channel>(new soft_channel);
-  } catch (const std::system_error& e) {
-    return e.code();
-  }
+  // Running out of descriptors is common enough to report without throwing.
+  std::error_code ec;
+  auto channel = std::make_unique<soft_channel>(ec);
+  if (ec) return ec;
+  return handle<event_channel>(channel.release());
 }
 
 void soft_provider::destroy_event_channel(event_channel* channel) noexcept {
@@ -167,18 +779,42 @@ std::error_code soft_provider::get_cm_event(event_channel* channel, cm_event& ou
 
 result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t context) {
   if (channel == nullptr) return sys(EINVAL);  // no synchronous ids here
-  auto* id = new soft_id;
+  auto id = std::make_shared<soft_id>();
   id->channel = as<soft_channel>(channel);
   id->context = context;
+  id->self = id;
   ++id->channel->ids;
-  return handle<cm_id>(id);
+  return handle<cm_id>(id.get());
 }
 
 std::error_code soft_provider::destroy_id(cm_id* h) noexcept {
   auto* id = as<soft_id>(h);
   if (id->qp) return sys(EBUSY);  // rdma_destroy_id wants the QP gone first
-  --id->channel->ids;
-  delete id;
+  id_ptr keep;
+  conn_state state = conn_state::idle;
+  bool peer_gone = false;
+  std::vector<cm_event> dropped;
+  {
+    const std::lock_guard lock(id->mutex);
+    id->destroyed = true;
+    keep = std::move(id->self);
+    state = id->state;
+    peer_gone = id->peer_gone;
+    // As rdma_cm: events of the id still queued go with it, and so do the
+    // connection requests of a listener nobody has taken yet (their ids die
+    // with it, which rejects them).
+    dropped = id->channel->queue.extract([id](const cm_event& e) {
+      return e.id == handle<cm_id>(id) || (e.type == cm_event_type::connect_request &&
+                                           e.id != nullptr && as<soft_id>(e.id)->listener == id);
+    });
+    --id->channel->ids;
+  }
+  for (const cm_event& e : dropped)
+    if (e.id != h) (void)destroy_id(e.id);
+  if (id->io != nullptr) {
+    asio::post(*id->io,
+               [keep = std::move(keep), state, peer_gone] { teardown(keep, state, peer_gone); });
+  }
   return {};
 }
 
@@ -186,36 +822,233 @@ std::error_code soft_provider::resolve_addr(cm_id* h, const sockaddr* dst, int /
   auto* id = as<soft_id>(h);
   if (dst == nullptr) return sys(EINVAL);
   if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) return sys(EAFNOSUPPORT);
+  const std::lock_guard lock(id->mutex);
+  if (id->state != conn_state::idle) return sys(EINVAL);
   std::memcpy(&id->dst, dst, length_of(dst));
-  cm_event event;
-  event.id = h;
-  event.context = id->context;
   // The route lookup answers at once; its verdict arrives as an event, as
   // rdma_cm reports it.
   if (const std::error_code ec = route_to(dst)) {
-    event.type = cm_event_type::addr_error;
-    event.status = -ec.value();
+    id->push_locked(cm_event_type::addr_error, -ec.value());
   } else {
-    event.type = cm_event_type::addr_resolved;
     id->addr_resolved = true;
+    id->push_locked(cm_event_type::addr_resolved);
   }
-  id->channel->queue.push(event);
   return {};
 }
 
 std::error_code soft_provider::resolve_route(cm_id* h, int /*timeout_ms*/) {
   auto* id = as<soft_id>(h);
-  if (!id->addr_resolved) return sys(EINVAL);
-  cm_event event;
-  event.type = cm_event_type::route_resolved;
-  event.id = h;
-  event.context = id->context;
-  id->channel->queue.push(event);
+  const std::lock_guard lock(id->mutex);
+  if (!id->addr_resolved || id->state != conn_state::idle) return sys(EINVAL);
+  id->route_resolved = true;
+  id->push_locked(cm_event_type::route_resolved);
   return {};
 }
 
 device* soft_provider::id_device(const cm_id* h) const noexcept {
-  return as<const soft_id>(h)->addr_resolved ? &device_->context : nullptr;
+  const auto* id = as<const soft_id>(h);
+  const std::lock_guard lock(id->mutex);
+  return id->addr_resolved || id->on_device ? &device_->context : nullptr;
+}
+
+// ---- connection lifecycle ----------------------------------------------------
+
+std::error_code soft_provider::bind_addr(cm_id* h, const sockaddr* addr) {
+  auto* id = as<soft_id>(h);
+  if (addr == nullptr) return sys(EINVAL);
+  if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return sys(EAFNOSUPPORT);
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::idle || id->addr_resolved) return sys(EINVAL);
+  }
+  try {
+    engine& eng = progress();
+    const tcp::endpoint ep = endpoint_of(addr);
+    tcp::acceptor acceptor(eng.io());
+    boost::system::error_code ec;
+    if (acceptor.open(ep.protocol(), ec); ec) return sys(ec);
+    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (acceptor.bind(ep, ec); ec) return sys(ec);
+    const std::uint16_t port = acceptor.local_endpoint(ec).port();
+    if (ec) return sys(ec);
+    const std::lock_guard lock(id->mutex);
+    id->io = &eng.io();
+    id->acceptor.emplace(std::move(acceptor));
+    id->timer.emplace(eng.io());
+    id->port = port;
+    id->on_device = !ep.address().is_unspecified();
+    id->state = conn_state::bound;
+    return {};
+  } catch (const std::system_error& e) {  // no thread
+    return e.code();
+  } catch (const boost::system::system_error& e) {  // no epoll or eventfd for the loop
+    return sys(e.code());
+  } catch (const std::bad_alloc&) {
+    return sys(ENOMEM);
+  }
+}
+
+std::error_code soft_provider::listen(cm_id* h, int backlog) {
+  auto* id = as<soft_id>(h);
+  bool unbound = false;
+  {
+    const std::lock_guard lock(id->mutex);
+    unbound = id->state == conn_state::idle && !id->addr_resolved;
+  }
+  if (unbound) {
+    // rdma_listen binds an unbound id to the wildcard address first.
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (const auto ec = bind_addr(h, reinterpret_cast<const sockaddr*>(&any))) return ec;
+  }
+  const std::lock_guard lock(id->mutex);
+  if (id->state != conn_state::bound) return sys(EINVAL);
+  boost::system::error_code ec;
+  id->acceptor->listen(backlog > 0 ? backlog : asio::socket_base::max_listen_connections, ec);
+  if (ec) return sys(ec);
+  id->state = conn_state::listening;
+  try {
+    asio::post(*id->io, [listener = id->shared_from_this()] { accept_next(listener); });
+  } catch (const std::bad_alloc&) {
+    id->state = conn_state::bound;
+    return sys(ENOMEM);
+  }
+  return {};
+}
+
+std::uint16_t soft_provider::local_port(const cm_id* h) const noexcept {
+  const auto* id = as<const soft_id>(h);
+  const std::lock_guard lock(id->mutex);
+  return id->port;
+}
+
+std::error_code soft_provider::connect(cm_id* h, const conn_param& param) {
+  auto* id = as<soft_id>(h);
+  if (!private_data_ok(param.private_data, param.private_data_len, max_connect_private_data))
+    return sys(EINVAL);
+  {
+    const std::lock_guard lock(id->mutex);
+    if (!id->route_resolved || id->state != conn_state::idle) return sys(EINVAL);
+  }
+  try {
+    engine& eng = progress();
+    frame request = make_conn_frame(frame_type::req, param, id->qp ? id->qp->num : 0);
+    const tcp::endpoint peer = endpoint_of(reinterpret_cast<const sockaddr*>(&id->dst));
+    const std::lock_guard lock(id->mutex);
+    id->io = &eng.io();
+    asio::post(eng.io(),
+               [id = id->shared_from_this(), peer, request = std::move(request)]() mutable {
+                 start_connect(id, peer, std::move(request));
+               });
+    id->state = conn_state::connecting;
+    return {};
+  } catch (const std::system_error& e) {  // no thread
+    return e.code();
+  } catch (const boost::system::system_error& e) {  // no epoll or eventfd for the loop
+    return sys(e.code());
+  } catch (const std::bad_alloc&) {
+    return sys(ENOMEM);
+  }
+}
+
+std::error_code soft_provider::accept(cm_id* h, const conn_param& param) {
+  auto* id = as<soft_id>(h);
+  if (!private_data_ok(param.private_data, param.private_data_len, max_accept_private_data))
+    return sys(EINVAL);
+  try {
+    frame reply = make_conn_frame(frame_type::rep, param, id->qp ? id->qp->num : 0);
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::req_received) return sys(EINVAL);
+    if (id->peer_gone) {
+      // The active side left: the answer cannot arrive (IB CM: REP timeout).
+      id->state = conn_state::closed;
+      id->push_locked(cm_event_type::unreachable, -id->peer_gone_status);
+      return {};
+    }
+    asio::post(*id->io, [id = id->shared_from_this(), reply = std::move(reply)]() mutable {
+      send_frame(id, std::move(reply));
+    });
+    id->state = conn_state::rep_sent;
+    return {};
+  } catch (const std::bad_alloc&) {
+    return sys(ENOMEM);
+  }
+}
+
+std::error_code soft_provider::reject(cm_id* h, const void* private_data, std::uint8_t len) {
+  auto* id = as<soft_id>(h);
+  if (!private_data_ok(private_data, len, max_reject_private_data)) return sys(EINVAL);
+  try {
+    frame answer = make_rej_frame(rej_consumer_defined, private_data, len);
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::req_received) return sys(EINVAL);
+    asio::post(*id->io, [id = id->shared_from_this(), gone = id->peer_gone,
+                         answer = std::move(answer)]() mutable {
+      if (!gone) send_frame(id, std::move(answer));
+      finish_link(id, false);
+    });
+    id->state = conn_state::closed;
+    return {};
+  } catch (const std::bad_alloc&) {
+    return sys(ENOMEM);
+  }
+}
+
+std::error_code soft_provider::disconnect(cm_id* h) {
+  auto* id = as<soft_id>(h);
+  try {
+    const std::lock_guard lock(id->mutex);
+    if (id->state == conn_state::disconnected) return {};  // the peer (or we) did already
+    if (id->state != conn_state::established) return sys(EINVAL);
+    asio::post(*id->io, [id = id->shared_from_this()] {
+      send_frame(id, make_frame(frame_type::dreq, nullptr, 0, nullptr, 0));
+      finish_link(id, false);
+    });
+    // rdma_cm reports the disconnect on the caller's side too.
+    id->state = conn_state::disconnected;
+    id->push_locked(cm_event_type::disconnected);
+    id->push_locked(cm_event_type::timewait_exit);
+    return {};
+  } catch (const std::bad_alloc&) {
+    return sys(ENOMEM);
+  }
+}
+
+std::error_code soft_provider::migrate_id(cm_id* h, event_channel* channel) {
+  auto* id = as<soft_id>(h);
+  if (channel == nullptr) return sys(EINVAL);  // no synchronous mode
+  auto* to = as<soft_channel>(channel);
+  std::vector<soft_id*> children;
+  const std::lock_guard lock(id->mutex);
+  soft_channel* from = id->channel;
+  if (from == to) return {};
+  // Pending events of the id (and a listener's untaken connection requests)
+  // move with it, in order, behind what the new channel already holds.
+  const auto moved = from->queue.extract([id](const cm_event& e) {
+    return e.id == handle<cm_id>(id) || (e.type == cm_event_type::connect_request &&
+                                         e.id != nullptr && as<soft_id>(e.id)->listener == id);
+  });
+  for (const cm_event& e : moved) {
+    to->queue.push(e);
+    if (e.id != h) children.push_back(as<soft_id>(e.id));
+  }
+  --from->ids;
+  ++to->ids;
+  id->channel = to;
+  for (soft_id* child : children) {
+    const std::lock_guard child_lock(child->mutex);
+    --child->channel->ids;
+    child->channel = to;
+    ++to->ids;
+  }
+  return {};
+}
+
+void soft_provider::set_context(cm_id* h, std::uint64_t context) noexcept {
+  auto* id = as<soft_id>(h);
+  const std::lock_guard lock(id->mutex);
+  id->context = context;
 }
 
 // ---- verbs ------------------------------------------------------------------
@@ -279,8 +1112,10 @@ std::error_code soft_provider::req_notify_cq(cq* h, bool /*solicited_only*/) {
 
 std::error_code soft_provider::create_qp(cm_id* h, pd* p, const qp_config& config) {
   auto* id = as<soft_id>(h);
+  // An id has a device once its address is resolved (active) or it is bound
+  // to a local address (passive, and the ids of CONNECT_REQUESTs).
   if (id->qp || p == nullptr || config.send_cq == nullptr || config.recv_cq == nullptr ||
-      !id->addr_resolved)
+      id_device(h) == nullptr)
     return sys(EINVAL);
   auto qp = std::make_unique<soft_qp>();
   qp->pd = as<soft_pd>(p);

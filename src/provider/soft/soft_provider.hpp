@@ -1,22 +1,33 @@
 // The soft provider: RDMA semantics without RDMA hardware, for any Linux
-// machine. This stage covers the device, the connection manager's address and
-// route resolution, and the verbs objects a connection request is made of
-// (PD, completion channels, CQs, RC QPs); connections over TCP come next.
+// machine. It covers the device, the connection manager (address and route
+// resolution, and the connection lifecycle over TCP: bind, listen, connect,
+// accept, reject, disconnect, migration) and the verbs objects a connection
+// request is made of (PD, completion channels, CQs, RC QPs); the data path
+// comes next. docs/soft-provider.md describes the threads and the wire protocol.
 #pragma once
 
 #include "provider/provider.hpp"
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 namespace arpma::provider {
 
+// Handle parameters are named `h`: the definitions give the downcast object
+// (soft_id, soft_pd, ...) the natural name.
 class soft_provider final : public provider {
  public:
   soft_provider();
+  /// Stops and joins the progress thread, if one was started. Every id must
+  /// have been destroyed before.
   ~soft_provider() override;
+  soft_provider(const soft_provider&) = delete;
+  soft_provider& operator=(const soft_provider&) = delete;
+  soft_provider(soft_provider&&) = delete;
+  soft_provider& operator=(soft_provider&&) = delete;
 
-  const char* name() const noexcept override { return "soft"; }
+  [[nodiscard]] const char* name() const noexcept override { return "soft"; }
   bool owns(const device* dev) const noexcept override;
   result<device*> find_device(const char* addr, bool remote) override;
 
@@ -25,27 +36,43 @@ class soft_provider final : public provider {
   int event_channel_fd(const event_channel* channel) const noexcept override;
   std::error_code get_cm_event(event_channel* channel, cm_event& out) override;
   result<cm_id*> create_id(event_channel* channel, std::uint64_t context) override;
-  std::error_code destroy_id(cm_id* id) noexcept override;
-  std::error_code resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) override;
-  std::error_code resolve_route(cm_id* id, int timeout_ms) override;
-  device* id_device(const cm_id* id) const noexcept override;
+  std::error_code destroy_id(cm_id* h) noexcept override;
+  std::error_code resolve_addr(cm_id* h, const sockaddr* dst, int timeout_ms) override;
+  std::error_code resolve_route(cm_id* h, int timeout_ms) override;
+  device* id_device(const cm_id* h) const noexcept override;
+
+  std::error_code bind_addr(cm_id* h, const sockaddr* addr) override;
+  std::error_code listen(cm_id* h, int backlog) override;
+  std::uint16_t local_port(const cm_id* h) const noexcept override;
+  std::error_code connect(cm_id* h, const conn_param& param) override;
+  std::error_code accept(cm_id* h, const conn_param& param) override;
+  std::error_code reject(cm_id* h, const void* private_data, std::uint8_t len) override;
+  std::error_code disconnect(cm_id* h) override;
+  std::error_code migrate_id(cm_id* h, event_channel* channel) override;
+  void set_context(cm_id* h, std::uint64_t context) noexcept override;
 
   result<pd*> alloc_pd(device* dev) override;
-  std::error_code dealloc_pd(pd* pd) noexcept override;
+  std::error_code dealloc_pd(pd* h) noexcept override;
   result<comp_channel*> create_comp_channel(device* dev) override;
-  std::error_code destroy_comp_channel(comp_channel* channel) noexcept override;
-  int comp_channel_fd(const comp_channel* channel) const noexcept override;
+  std::error_code destroy_comp_channel(comp_channel* h) noexcept override;
+  int comp_channel_fd(const comp_channel* h) const noexcept override;
   result<cq*> create_cq(device* dev, int cqe, comp_channel* channel) override;
-  std::error_code destroy_cq(cq* cq) noexcept override;
-  std::error_code req_notify_cq(cq* cq, bool solicited_only) override;
-  std::error_code create_qp(cm_id* id, pd* pd, const qp_config& config) override;
-  void destroy_qp(cm_id* id) noexcept override;
-  std::uint32_t qp_num(const cm_id* id) const noexcept override;
+  std::error_code destroy_cq(cq* h) noexcept override;
+  std::error_code req_notify_cq(cq* h, bool solicited_only) override;
+  std::error_code create_qp(cm_id* h, pd* p, const qp_config& config) override;
+  void destroy_qp(cm_id* h) noexcept override;
+  std::uint32_t qp_num(const cm_id* h) const noexcept override;
 
  private:
   struct device_storage;
+  class engine;
+  /// The progress thread, started on first need (bind or connect).
+  engine& progress();
+
   std::unique_ptr<device_storage> device_;
   std::atomic<std::uint32_t> next_qp_num_;
+  std::mutex engine_mutex_;
+  std::unique_ptr<engine> engine_;
 };
 
 }  // namespace arpma::provider
