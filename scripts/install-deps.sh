@@ -21,6 +21,11 @@ PACKAGES=(
   # scripts/test.sh --rxe): QEMU, initramfs tools, rxe0 setup and its provider
   qemu-system-x86 busybox-static iproute2 kmod cpio xz-utils
   ibverbs-providers rdma-core ibverbs-utils
+  # API reference: `cmake --build <build> --target docs` (cmake/ArpmaDocs.cmake; without
+  # Doxygen the target only prints a message)
+  doxygen
+  # librpma 1.2, the library arpma replaces: differential tests (test/compat/)
+  librpma-dev
 )
 
 missing=()
