@@ -60,9 +60,8 @@ class conn_req_new_op final : public cm_event_sink,
   conn_req_new_op(const conn_req_new_op&) = delete;
   conn_req_new_op& operator=(const conn_req_new_op&) = delete;
 
-  ~conn_req_new_op() {
-    if (req_ && req_->channel) req_->channel->detach(req_->token);
-  }
+  // Destroyed mid-flight (io_context gone): req_'s teardown detaches the id.
+  ~conn_req_new_op() = default;
 
   void start() {
     auto slot = asio::get_associated_cancellation_slot(handler_);
