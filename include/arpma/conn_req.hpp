@@ -69,12 +69,20 @@ class conn_req {
 /// io_context's shared event channel, and address then route resolution
 /// complete through its descriptor, each within `cfg.timeout`.
 ///
+/// \param ex    an io_context executor: the loop that runs the operation
+/// \param p     the peer whose protection domain the QP uses
+/// \param addr  the server's address: numeric IPv4/IPv6 or a host name
+/// \param port  the server's port, numeric or a service name
+/// \param cfg   queue sizes, completion channel sharing, resolution timeout
+/// \param token any Asio completion token
+///
 /// Completion signature: `void(arpma::error_code, arpma::conn_req)`
-/// (arpma::error_code wraps the std::error_code; a handler may take either).
+/// (arpma::error_code converts to the std::error_code; a handler may take either).
 /// Errors: errc::invalid_argument (empty addr or port, negative timeout);
 /// std::errc::timed_out (a phase ran past cfg.timeout); errc::no_memory; the
 /// provider's errno for a failed call or an ADDR_ERROR/ROUTE_ERROR event (all
-/// compare equal to errc::provider); asio::error::operation_aborted.
+/// compare equal to errc::provider); asio::error::operation_aborted when
+/// cancelled.
 ///
 /// Cancellation: terminal and partial. The request is torn down and the
 /// handler is called with operation_aborted; nothing is left behind.

@@ -27,13 +27,17 @@ enum class log_threshold : int { primary = 0, aux = 1 };
 using log_sink = std::function<void(log_level level, const char* file, int line,
                                     const char* function, std::string_view message)>;
 
+/// \param sink the new sink; called with the level, source location and text.
 /// Installs `sink`; an empty function restores the default sink (syslog, plus
 /// stderr for messages at or below the aux threshold) — the same sink that
 /// `rpma_log_set_function` replaces.
 void set_log_sink(log_sink sink);
 
-/// Sets a threshold. Returns errc::invalid_argument for a level outside
-/// [disabled, debug] or an unknown threshold.
+/// Sets a threshold.
+/// \param threshold which one
+/// \param level     messages above it are dropped (primary) or not printed (aux)
+/// \return errc::invalid_argument for a level outside [disabled, debug] or an
+/// unknown threshold; otherwise success.
 std::error_code set_log_threshold(log_threshold threshold, log_level level) noexcept;
 
 /// Reads a threshold (release builds: primary = warning, aux = disabled;

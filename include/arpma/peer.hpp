@@ -20,6 +20,9 @@ enum class ibv_context_type : int { local = 0, remote = 1 };
 
 /// The device that owns `addr`: a local address is bound, a remote one is
 /// resolved (up to 1000 ms). Blocking, like rpma_utils_get_ibv_context.
+/// \param addr an IPv4/IPv6 address or a host name
+/// \param type whether `addr` is local (bind) or remote (resolve)
+/// \return the device context (owned by the provider, never freed by the caller)
 /// Errors: errc::invalid_argument for an empty address; a provider error
 /// (== errc::provider) when no device owns it.
 [[nodiscard]] result<::ibv_context*> get_ibv_context(std::string_view addr, ibv_context_type type);
@@ -28,8 +31,10 @@ enum class ibv_context_type : int { local = 0, remote = 1 };
 /// peer or anything created from it (connection requests keep it alive).
 class peer {
  public:
-  /// Allocates the PD. Errors: invalid_argument (null context),
-  /// errc::no_memory, or the provider's error.
+  /// Allocates the PD.
+  /// \param context a device context from get_ibv_context (or rdma-core's)
+  /// Errors: invalid_argument (null context), errc::no_memory, or the
+  /// provider's error.
   [[nodiscard]] static result<peer> create(::ibv_context* context);
 
   peer(peer&&) noexcept = default;

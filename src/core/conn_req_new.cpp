@@ -4,6 +4,7 @@
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
 #include "core/conn_req_state.hpp"
+#include "core/error_internal.hpp"
 #include "core/log_internal.hpp"
 #include "core/sync_wait.hpp"
 
@@ -71,8 +72,9 @@ class conn_req_new_op final : public cm_event_sink,
             asio::cancellation_type::terminal | asio::cancellation_type::partial;
         if ((type & honoured) == asio::cancellation_type::none) return;
         if (auto self = weak.lock())
-          asio::post(self->ex_,
-                     [self] { self->finish(std::make_error_code(std::errc::operation_canceled)); });
+          asio::post(self->ex_, [self] {
+            self->finish(boost::system::error_code(asio::error::operation_aborted));
+          });
       });
     }
     // Everything runs from the loop, never inside the initiating function.
@@ -212,7 +214,7 @@ class conn_req_new_op final : public cm_event_sink,
     }
     auto executor = asio::get_associated_executor(handler_, ex_);
     asio::dispatch(executor, [h = std::move(handler_), ec, r = std::move(result)]() mutable {
-      std::move(h)(error_code(ec), std::move(r));
+      std::move(h)(to_completion_error(ec), std::move(r));
     });
   }
 

@@ -57,6 +57,18 @@ std::error_condition make_error_condition(errc e) noexcept {
 
 std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
+namespace detail {
+
+error_code to_completion_error(const std::error_code& ec) noexcept {
+  if (ec.category() == std::system_category())
+    return {ec.value(), boost::system::system_category()};
+  if (ec.category() == std::generic_category())
+    return {ec.value(), boost::system::generic_category()};
+  return ec;
+}
+
+}  // namespace detail
+
 int to_rpma_error(const std::error_code& ec) noexcept {
   if (!ec) return 0;
   if (ec.category() == error_category()) return ec.value();

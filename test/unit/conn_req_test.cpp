@@ -36,6 +36,7 @@ namespace {
 
 struct outcome {
   std::error_code ec;
+  arpma::error_code async_ec;  // as the handler received it
   arpma::conn_req req;
   int calls = 0;
 };
@@ -407,19 +408,21 @@ TEST_P(conn_req_cancel_test, terminal_cancellation_releases_everything) {
   if (stage == "resolve_route") fake.on_resolve_route({});
   asio::cancellation_signal signal;
   outcome out;
-  arpma::async_conn_req_new(
-      io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
-      asio::bind_cancellation_slot(signal.slot(), [&out](std::error_code ec, arpma::conn_req req) {
-        out.ec = ec;
-        out.req = std::move(req);
-        ++out.calls;
-      }));
+  arpma::async_conn_req_new(io.get_executor(), *peer, "192.0.2.1", "7204", arpma::conn_cfg{},
+                            asio::bind_cancellation_slot(
+                                signal.slot(), [&out](arpma::error_code ec, arpma::conn_req req) {
+                                  out.ec = ec;
+                                  out.async_ec = ec;
+                                  out.req = std::move(req);
+                                  ++out.calls;
+                                }));
   if (stage != "initiation") run_until_call(stage);
   signal.emit(asio::cancellation_type::terminal);
   io.run();
   EXPECT_EQ(out.calls, 1);
   EXPECT_EQ(out.ec, std::errc::operation_canceled);
   EXPECT_NE(out.ec, arpma::errc::provider);
+  EXPECT_EQ(out.async_ec, boost::asio::error::operation_aborted) << "Asio's own code";
   EXPECT_FALSE(out.req);
   EXPECT_EQ(fake.live_objects(), 1u);
 }
