@@ -190,7 +190,6 @@ frame make_rej_frame(std::uint16_t reason, const void* private_data, std::size_t
 struct soft_channel {
   explicit soft_channel(std::error_code& ec) noexcept : queue(ec) {}
   event_queue queue;
-  std::atomic<int> ids{0};
 };
 
 struct soft_pd {
@@ -586,7 +585,6 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
     const std::lock_guard child_lock(child->mutex);
     child->channel = listener->channel;
     child->context = listener->context;
-    ++child->channel->ids;
     child->self = child;
     cm_event event;
     event.type = cm_event_type::connect_request;
@@ -783,7 +781,6 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   id->channel = as<soft_channel>(channel);
   id->context = context;
   id->self = id;
-  ++id->channel->ids;
   return handle<cm_id>(id.get());
 }
 
@@ -807,7 +804,6 @@ std::error_code soft_provider::destroy_id(cm_id* h) noexcept {
       return e.id == handle<cm_id>(id) || (e.type == cm_event_type::connect_request &&
                                            e.id != nullptr && as<soft_id>(e.id)->listener == id);
     });
-    --id->channel->ids;
   }
   for (const cm_event& e : dropped)
     if (e.id != h) (void)destroy_id(e.id);
@@ -1033,14 +1029,10 @@ std::error_code soft_provider::migrate_id(cm_id* h, event_channel* channel) {
     to->queue.push(e);
     if (e.id != h) children.push_back(as<soft_id>(e.id));
   }
-  --from->ids;
-  ++to->ids;
   id->channel = to;
   for (soft_id* child : children) {
     const std::lock_guard child_lock(child->mutex);
-    --child->channel->ids;
     child->channel = to;
-    ++to->ids;
   }
   return {};
 }
