@@ -52,6 +52,10 @@ struct rpma_peer;
 struct rpma_conn_cfg;
 struct rpma_conn_req;
 struct rpma_srq;
+struct rpma_peer_cfg;
+struct rpma_ep;
+struct rpma_conn;
+struct rpma_cq;
 
 /* ---- utils ------------------------------------------------------------- */
 
@@ -230,6 +234,257 @@ struct rpma_conn_private_data {
  * connection event ("Unsupported connection event" for unknown values).
  */
 const char* rpma_utils_conn_event_2str(enum rpma_conn_event conn_event);
+
+/* ---- peer configuration ------------------------------------------------ */
+
+/*
+ * rpma_peer_cfg_new -- a new peer configuration: direct_write_to_pmem false.
+ *
+ * RETURN VALUE: 0 and *pcfg_ptr set, or RPMA_E_INVAL (pcfg_ptr is NULL),
+ * RPMA_E_NOMEM.
+ */
+int rpma_peer_cfg_new(struct rpma_peer_cfg** pcfg_ptr);
+
+/*
+ * rpma_peer_cfg_delete -- frees the configuration and sets *pcfg_ptr to NULL.
+ *
+ * RETURN VALUE: 0 (also when *pcfg_ptr is NULL), or RPMA_E_INVAL (pcfg_ptr
+ * is NULL).
+ */
+int rpma_peer_cfg_delete(struct rpma_peer_cfg** pcfg_ptr);
+
+/*
+ * rpma_peer_cfg_set_direct_write_to_pmem / _get_ -- whether the peer can
+ * place an RDMA write directly in persistent memory; it decides whether
+ * RPMA_FLUSH_TYPE_PERSISTENT is allowed on a connection the configuration is
+ * applied to (rpma_conn_apply_remote_peer_cfg). Atomic per object.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (pcfg or supported is NULL).
+ */
+int rpma_peer_cfg_set_direct_write_to_pmem(struct rpma_peer_cfg* pcfg, bool supported);
+int rpma_peer_cfg_get_direct_write_to_pmem(const struct rpma_peer_cfg* pcfg, bool* supported);
+
+/*
+ * rpma_peer_cfg_get_descriptor -- serialises the configuration into desc
+ * (rpma_peer_cfg_get_descriptor_size bytes: 1) to send to the other side.
+ * SECURITY: private data is not authenticated; see rpma_conn_get_private_data.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (pcfg or desc is NULL).
+ */
+int rpma_peer_cfg_get_descriptor(const struct rpma_peer_cfg* pcfg, void* desc);
+
+/*
+ * rpma_peer_cfg_get_descriptor_size -- the descriptor's size: 1 byte.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (pcfg or desc_size is NULL).
+ */
+int rpma_peer_cfg_get_descriptor_size(const struct rpma_peer_cfg* pcfg, size_t* desc_size);
+
+/*
+ * rpma_peer_cfg_from_descriptor -- a new configuration from a descriptor
+ * received from the other side (any non-zero byte means "supported").
+ *
+ * RETURN VALUE: 0 and *pcfg_ptr set; on failure *pcfg_ptr is untouched:
+ * - RPMA_E_INVAL - desc or pcfg_ptr is NULL, or desc_size is 0
+ * - RPMA_E_NOMEM - out of memory
+ */
+int rpma_peer_cfg_from_descriptor(const void* desc, size_t desc_size,
+                                  struct rpma_peer_cfg** pcfg_ptr);
+
+/* ---- listening endpoint ------------------------------------------------ */
+
+/*
+ * rpma_ep_listen -- listens for incoming connections on addr:port (numeric
+ * or a name; port "0" picks a free one). The endpoint has its own event
+ * channel, blocking until the caller sets O_NONBLOCK on rpma_ep_get_fd.
+ *
+ * RETURN VALUE: 0 and *ep_ptr set; on failure *ep_ptr is untouched and
+ * everything created is released:
+ * - RPMA_E_INVAL - peer, addr, port or ep_ptr is NULL
+ * - RPMA_E_NOMEM - out of memory
+ * - RPMA_E_PROVIDER - creating the channel or id, resolving, binding
+ *   (e.g. the address is in use) or listening failed (errno logged)
+ * C++: arpma::endpoint::listen().
+ */
+int rpma_ep_listen(struct rpma_peer* peer, const char* addr, const char* port,
+                   struct rpma_ep** ep_ptr);
+
+/*
+ * rpma_ep_shutdown -- stops listening: destroys the id and the event
+ * channel, frees the endpoint and sets *ep_ptr to NULL, even when a step
+ * fails. Requests and connections made from it live on (each has its own
+ * event channel).
+ *
+ * RETURN VALUE: 0 (also when *ep_ptr is NULL), RPMA_E_INVAL (ep_ptr is
+ * NULL), RPMA_E_PROVIDER (a step failed; the first error).
+ */
+int rpma_ep_shutdown(struct rpma_ep** ep_ptr);
+
+/*
+ * rpma_ep_get_fd -- the endpoint's event channel fd: readable when an
+ * incoming request waits. Setting O_NONBLOCK on it makes
+ * rpma_ep_next_conn_req non-blocking.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (ep or fd is NULL).
+ */
+int rpma_ep_get_fd(const struct rpma_ep* ep, int* fd);
+
+/*
+ * rpma_ep_next_conn_req -- takes the next incoming connection request and
+ * creates its CQ(s) and QP with cfg (NULL: defaults), as the client's side
+ * does, before it is accepted. Blocks on a blocking fd. The request gets the
+ * event channel of its future connection at once, so its events never reach
+ * the endpoint's fd (librpma moves it only when accepting).
+ *
+ * RETURN VALUE: 0 and *req_ptr set; on failure *req_ptr is untouched:
+ * - RPMA_E_INVAL - ep or req_ptr is NULL, or the event read was not a
+ *   CONNECT_REQUEST (it is consumed, as in librpma)
+ * - RPMA_E_NO_EVENT - the fd is non-blocking and nothing is pending (EAGAIN;
+ *   librpma reported this only for ENODATA)
+ * - RPMA_E_NOMEM - out of memory (the request is rejected)
+ * - RPMA_E_PROVIDER - reading the event or creating the queues failed (the
+ *   request is rejected and its id destroyed)
+ * C++: arpma::endpoint::async_next_conn_req().
+ */
+int rpma_ep_next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
+                          struct rpma_conn_req** req_ptr);
+
+/* ---- connecting -------------------------------------------------------- */
+
+/*
+ * rpma_conn_req_connect -- connects an outgoing request (rdma_connect) or
+ * accepts an incoming one (rdma_accept), with pdata as private data (at most
+ * 56 bytes to connect, 196 to accept; NULL: none), and returns the
+ * connection at once: RPMA_CONN_ESTABLISHED (or REJECTED, UNREACHABLE) comes
+ * from rpma_conn_next_event. The connection's event fd is blocking until
+ * the caller sets O_NONBLOCK.
+ *
+ * The request is consumed (freed, *req_ptr set to NULL) in every case but
+ * the first error below; *conn_ptr is set only on success.
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - req_ptr or *req_ptr is NULL (nothing consumed); conn_ptr
+ *   is NULL, or pdata is given with a NULL ptr or a 0 len (consumed)
+ * - RPMA_E_NOMEM - out of memory (consumed)
+ * - RPMA_E_PROVIDER - connect or accept failed, e.g. private data too long
+ *   (consumed; a failed accept also rejects and destroys the id, which
+ *   librpma left behind)
+ * C++: arpma::conn_req::async_connect().
+ */
+int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
+                          const struct rpma_conn_private_data* pdata,
+                          struct rpma_conn** conn_ptr);
+
+/*
+ * rpma_conn_req_get_private_data -- the private data an incoming request
+ * came with ({NULL, 0} for an outgoing one or when none was sent); borrowed,
+ * valid until the request is connected or deleted.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (req or pdata is NULL).
+ */
+int rpma_conn_req_get_private_data(const struct rpma_conn_req* req,
+                                   struct rpma_conn_private_data* pdata);
+
+/* ---- connection -------------------------------------------------------- */
+
+/*
+ * rpma_conn_get_event_fd -- the connection's event channel fd: readable
+ * exactly when rpma_conn_next_event will not block. No thread of arpma
+ * reads it behind the caller's back.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or fd is NULL).
+ */
+int rpma_conn_get_event_fd(const struct rpma_conn* conn, int* fd);
+
+/*
+ * rpma_conn_next_event -- reads one connection event (blocking on a
+ * blocking fd) and maps it: ESTABLISHED; CLOSED (DISCONNECTED,
+ * TIMEWAIT_EXIT); LOST (CONNECT_ERROR, DEVICE_REMOVAL); REJECTED;
+ * UNREACHABLE. The first ESTABLISHED of an outgoing connection brings the
+ * server's private data (rpma_conn_get_private_data).
+ *
+ * RETURN VALUE: 0 and *event set, or:
+ * - RPMA_E_INVAL - conn or event is NULL
+ * - RPMA_E_NO_EVENT - the fd is non-blocking and nothing is pending (EAGAIN
+ *   as well as ENODATA; librpma reported EAGAIN as RPMA_E_PROVIDER)
+ * - RPMA_E_UNKNOWN - an event without a mapping (consumed, logged)
+ * - RPMA_E_PROVIDER - reading the event failed
+ * C++: arpma::connection::async_next_event().
+ */
+int rpma_conn_next_event(struct rpma_conn* conn, enum rpma_conn_event* event);
+
+/*
+ * rpma_conn_get_private_data -- the peer's private data: the client's on the
+ * server, the server's accept data on the client once ESTABLISHED was read
+ * ({NULL, 0} before or when none). Borrowed until rpma_conn_delete. It is
+ * not authenticated: do not trust descriptors received this way without a
+ * secure channel. Transports may pad it beyond what was sent.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or pdata is NULL).
+ */
+int rpma_conn_get_private_data(const struct rpma_conn* conn, struct rpma_conn_private_data* pdata);
+
+/*
+ * rpma_conn_apply_remote_peer_cfg -- takes the peer's direct_write_to_pmem
+ * into the connection (gates RPMA_FLUSH_TYPE_PERSISTENT). Atomic.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or pcfg is NULL).
+ */
+int rpma_conn_apply_remote_peer_cfg(struct rpma_conn* conn, const struct rpma_peer_cfg* pcfg);
+
+/*
+ * rpma_conn_get_qp_num -- the number of the connection's queue pair.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or qp_num is NULL).
+ */
+int rpma_conn_get_qp_num(const struct rpma_conn* conn, uint32_t* qp_num);
+
+/*
+ * rpma_conn_get_cq / rpma_conn_get_rcq -- the connection's CQ (never NULL)
+ * and its receive CQ (NULL when cfg's rcq_size was 0); owned by the
+ * connection.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or the out pointer is NULL).
+ */
+int rpma_conn_get_cq(const struct rpma_conn* conn, struct rpma_cq** cq_ptr);
+int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr);
+
+/*
+ * rpma_conn_get_compl_fd -- the fd of the completion channel the CQ and the
+ * receive CQ share (cfg: rpma_conn_cfg_set_compl_channel(cfg, true)).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or fd is NULL),
+ * RPMA_E_NOT_SHARED_CHNL (the channel is not shared).
+ */
+int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd);
+
+/*
+ * rpma_cq_get_fd -- the fd of the CQ's completion channel.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (cq or fd is NULL), RPMA_E_SHARED_CHANNEL
+ * (the connection shares one channel: use rpma_conn_get_compl_fd).
+ */
+int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd);
+
+/*
+ * rpma_conn_disconnect -- asks for the connection to end (rdma_disconnect);
+ * RPMA_CONN_CLOSED follows from rpma_conn_next_event on both sides. Also
+ * fine after RPMA_CONN_CLOSED was read.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn is NULL), RPMA_E_PROVIDER.
+ */
+int rpma_conn_disconnect(struct rpma_conn* conn);
+
+/*
+ * rpma_conn_delete -- destroys the QP, the receive CQ, the CQ, the id, the
+ * shared completion channel and the event channel, in that order, frees the
+ * connection and sets *conn_ptr to NULL, even when a step fails. It does not
+ * wait for the peer (call rpma_conn_disconnect first for an orderly close).
+ *
+ * RETURN VALUE: 0 (also when *conn_ptr is NULL), RPMA_E_INVAL (conn_ptr is
+ * NULL), RPMA_E_PROVIDER (a step failed; the first error).
+ */
+int rpma_conn_delete(struct rpma_conn** conn_ptr);
 
 /* ---- errors and logging ------------------------------------------------ */
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "arpma/conn_cfg.hpp"
+#include "arpma/connection.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
@@ -12,8 +13,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 #include <system_error>
 
 namespace arpma {
@@ -21,10 +24,11 @@ namespace arpma {
 class conn_req;
 
 namespace detail {
-struct conn_req_state;
+struct conn_state;
 struct peer_state;
 
 using conn_req_handler = boost::asio::any_completion_handler<void(error_code, conn_req)>;
+using connection_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
 
 /// Which event channel a new id is born on: the io_context's shared one, or a
 /// channel of its own (what the C API hands out as the connection's fd).
@@ -33,16 +37,19 @@ enum class channel_mode { shared, dedicated };
 void start_conn_req_new(boost::asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
                         std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
                         conn_req_handler handler);
+void start_connect(boost::asio::any_io_executor ex, conn_req req,
+                   std::vector<std::uint8_t> private_data, connection_handler handler);
 }  // namespace detail
 
-/// An outgoing connection request: a cm id with its address and route
-/// resolved, its CQ (and RCQ) armed and its RC queue pair created.
-/// Move-only; destroying it releases all of that in reverse order (QP, RCQ,
-/// CQ, completion channels, id), as rpma_conn_req_delete does.
+/// A connection request: outgoing (a cm id with its address and route
+/// resolved) or incoming (from endpoint::async_next_conn_req), with its CQ
+/// (and RCQ) armed and its RC queue pair created. Move-only; destroying it
+/// releases all of that in reverse order (QP, RCQ, CQ, completion channels,
+/// id), as rpma_conn_req_delete does — and rejects an incoming request.
 class conn_req {
  public:
   conn_req() noexcept;
-  explicit conn_req(std::unique_ptr<detail::conn_req_state> state) noexcept;
+  explicit conn_req(std::unique_ptr<detail::conn_state> state) noexcept;
   conn_req(conn_req&&) noexcept;
   conn_req& operator=(conn_req&&) noexcept;
   ~conn_req();
@@ -53,14 +60,53 @@ class conn_req {
   [[nodiscard]] std::uint32_t qp_num() const noexcept;
   /// True when the request has a separate receive CQ (cfg.rcq_size > 0).
   [[nodiscard]] bool has_rcq() const noexcept;
+  /// True for a request that came in through an endpoint.
+  [[nodiscard]] bool incoming() const noexcept;
+  /// The client's private data of an incoming request (borrowed; empty for
+  /// an outgoing one). Transports may pad it beyond what was sent.
+  [[nodiscard]] std::span<const std::uint8_t> private_data() const noexcept;
   /// Releases everything now; returns the first error met (teardown goes on).
   std::error_code close() noexcept;
+  /// Refuses an incoming request, sending `private_data` (at most 148 bytes)
+  /// with the REJECTED event, and releases everything. errc::invalid_argument
+  /// for an outgoing or empty request (which is left as it was).
+  std::error_code reject(std::span<const std::uint8_t> private_data = {}) noexcept;
+
+  /// Connects an outgoing request or accepts an incoming one, sending
+  /// `private_data` (at most 56 bytes to connect, 196 to accept, as rdma_cm
+  /// over InfiniBand; the provider's EINVAL beyond), and completes when the
+  /// connection is established. The request is consumed in every case: on
+  /// failure everything it held is released (an incoming one rejected).
+  ///
+  /// Runs on the handler's associated executor, or on the loop the request
+  /// was made on; the id moves to that loop's shared event channel if needed.
+  ///
+  /// Completion signature: `void(arpma::error_code, arpma::connection)`.
+  /// Errors: std::errc::connection_refused (REJECTED), host_unreachable
+  /// (UNREACHABLE), connection_aborted (CONNECT_ERROR), connection_reset
+  /// (DISCONNECTED before ESTABLISHED) — all `== errc::provider`;
+  /// errc::invalid_argument for an empty request; operation_aborted when
+  /// cancelled (terminal or partial: the attempt is torn down).
+  template <class CompletionToken>
+  auto async_connect(std::span<const std::uint8_t> private_data, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(error_code, connection)>(
+        [](auto handler, conn_req req, std::vector<std::uint8_t> pdata) {
+          boost::asio::any_io_executor io =
+              boost::asio::get_associated_executor(handler, boost::asio::any_io_executor());
+          detail::connection_handler h(std::move(handler));
+          detail::start_connect(std::move(io), std::move(req), std::move(pdata), std::move(h));
+        },
+        token, std::move(*this),
+        std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
+  }
 
   /// Internal: the state the C API and later stages work on.
-  [[nodiscard]] detail::conn_req_state* state() const noexcept { return state_.get(); }
+  [[nodiscard]] detail::conn_state* state() const noexcept { return state_.get(); }
+  /// Internal: gives up the state (the C API connects it without a loop).
+  [[nodiscard]] std::unique_ptr<detail::conn_state> release() noexcept;
 
  private:
-  std::unique_ptr<detail::conn_req_state> state_;
+  std::unique_ptr<detail::conn_state> state_;
 };
 
 /// Creates an outgoing connection request to `addr`:`port` (numeric IPv4 or

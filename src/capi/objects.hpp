@@ -2,7 +2,16 @@
 #pragma once
 
 #include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
+#include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+
+#include <librpma.h>
+
+#include <atomic>
+#include <new>
+#include <system_error>
 
 struct rpma_peer {
   arpma::peer cxx;
@@ -11,3 +20,42 @@ struct rpma_peer {
 struct rpma_conn_req {
   arpma::conn_req cxx;
 };
+
+struct rpma_ep {
+  arpma::endpoint cxx;
+};
+
+/// A CQ of a connection: a view of the conn's state, owned by the conn.
+struct rpma_cq {
+  const rpma_conn* owner = nullptr;
+  bool receive = false;
+};
+
+struct rpma_conn {
+  arpma::connection cxx;
+  rpma_cq cq;
+  rpma_cq rcq;
+  std::atomic<bool> direct_write_to_pmem{false};
+};
+
+struct rpma_peer_cfg {
+  std::atomic<bool> direct_write_to_pmem{false};
+};
+
+namespace arpma::capi {
+
+/// Runs `body` at the C boundary: nothing may unwind into a C caller.
+template <class Body>
+int guarded(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return RPMA_E_NOMEM;
+  } catch (const std::system_error& e) {  // e.g. the event loop could not get an fd
+    return to_rpma_error(e.code());
+  } catch (...) {
+    return RPMA_E_UNKNOWN;
+  }
+}
+
+}  // namespace arpma::capi

@@ -4,6 +4,9 @@
 
 #include "core/log_internal.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -139,9 +142,40 @@ void cm_channel::watch() {
                           });
 }
 
-// The reactor is edge-triggered: read until EAGAIN or the next event is never signalled.
+result<provider::cm_event> cm_channel::read_now() {
+  provider::cm_event event;
+  const std::error_code ec = prov_.get_cm_event(native_, event);
+  if (ec == std::errc::resource_unavailable_try_again || ec == std::errc::no_message_available)
+    return make_error_code(errc::no_event);
+  if (ec) {
+    ARPMA_LOG_FAILURE("get cm event", ec);
+    return ec;
+  }
+  return event;
+}
+
+std::error_code cm_channel::set_blocking(bool blocking) noexcept {
+  const int flags = ::fcntl(fd(), F_GETFL);
+  if (flags < 0) return {errno, std::system_category()};
+  const int wanted = blocking ? (flags & ~O_NONBLOCK) : (flags | O_NONBLOCK);
+  if (wanted != flags && ::fcntl(fd(), F_SETFL, wanted) < 0)
+    return {errno, std::system_category()};
+  return {};
+}
+
+namespace {
+// A C program may have made the fd blocking: only read what is there.
+bool readable(int fd) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+}  // namespace
+
+// The reactor is edge-triggered: read until nothing is left or the next event
+// is never signalled.
 void cm_channel::drain() {
   for (;;) {
+    if (!readable(fd())) return;
     provider::cm_event event;
     const std::error_code ec = prov_.get_cm_event(native_, event);
     if (ec == std::errc::resource_unavailable_try_again) return;

@@ -39,6 +39,14 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   [[nodiscard]] provider::provider& owner() const noexcept { return prov_; }
   [[nodiscard]] int fd() const noexcept;
   [[nodiscard]] std::size_t attached() const noexcept { return sinks_.size(); }
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+
+  /// Reads one event without the loop, for the C API: waits for one if the
+  /// fd is blocking; errc::no_event when it is non-blocking and none is
+  /// pending (EAGAIN, or ENODATA as librpma knew it).
+  result<provider::cm_event> read_now();
+  /// Makes the fd blocking (librpma's default, which C programs expect) or not.
+  std::error_code set_blocking(bool blocking) noexcept;
 
   /// A fresh token to create an id with.
   [[nodiscard]] std::uint64_t reserve_token() noexcept { return next_token_++; }

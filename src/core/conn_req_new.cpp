@@ -3,7 +3,7 @@
 #include "arpma/error.hpp"
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
-#include "core/conn_req_state.hpp"
+#include "core/conn_state.hpp"
 #include "core/error_internal.hpp"
 #include "core/log_internal.hpp"
 #include "core/sync_wait.hpp"
@@ -130,7 +130,7 @@ class conn_req_new_op final : public cm_event_sink,
                                                  : cm_channel::create(prov(), ex_);
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
-    req_ = std::make_unique<conn_req_state>(peer_, channel.value(), ch.reserve_token());
+    req_ = std::make_unique<conn_state>(peer_, channel.value(), ch.reserve_token());
     auto id = prov().create_id(ch.native(), req_->token);
     if (!id) {
       ARPMA_LOG_FAILURE("create id", id.error());
@@ -227,7 +227,7 @@ class conn_req_new_op final : public cm_event_sink,
   conn_req_handler handler_;
   asio::steady_timer timer_;
   std::optional<tcp::resolver> resolver_;
-  std::unique_ptr<conn_req_state> req_;
+  std::unique_ptr<conn_state> req_;
   stage stage_ = stage::starting;
 };
 
@@ -244,7 +244,7 @@ void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> pe
 }  // namespace detail
 
 conn_req::conn_req() noexcept = default;
-conn_req::conn_req(std::unique_ptr<detail::conn_req_state> state) noexcept
+conn_req::conn_req(std::unique_ptr<detail::conn_state> state) noexcept
     : state_(std::move(state)) {}
 conn_req::conn_req(conn_req&&) noexcept = default;
 conn_req& conn_req::operator=(conn_req&&) noexcept = default;

@@ -1,0 +1,83 @@
+// arpma::endpoint: a listening endpoint that hands out incoming requests.
+#pragma once
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/conn_req.hpp"
+#include "arpma/error.hpp"
+#include "arpma/peer.hpp"
+#include "arpma/result.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <system_error>
+
+namespace arpma {
+
+namespace detail {
+struct endpoint_state;
+void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler handler);
+}  // namespace detail
+
+/// A cm id listening on a local address (rpma_ep_listen). Incoming
+/// CONNECT_REQUESTs are taken as they arrive — each gets its own token at
+/// once, so no event of a pending request is ever read as the endpoint's —
+/// and wait in a queue for async_next_conn_req.
+///
+/// Not thread-safe: use it on the thread (or strand) of its io_context.
+/// Move-only; destroying it is shutdown(): requests not yet handed out are
+/// rejected, operations in flight complete with operation_aborted;
+/// requests and connections handed out live on.
+class endpoint {
+ public:
+  /// Binds `addr`:`port` (numeric, or a name resolved at once; port "0"
+  /// picks a free one) and listens, on `ex`'s shared event channel.
+  /// Errors: errc::invalid_argument (empty addr or port, not an io_context
+  /// executor), the provider's errno (EADDRINUSE, EADDRNOTAVAIL, ...).
+  [[nodiscard]] static result<endpoint> listen(const boost::asio::any_io_executor& ex,
+                                               const peer& p, std::string_view addr,
+                                               std::string_view port);
+
+  endpoint() noexcept;
+  explicit endpoint(std::unique_ptr<detail::endpoint_state> state) noexcept;
+  endpoint(endpoint&&) noexcept;
+  endpoint& operator=(endpoint&&) noexcept;
+  ~endpoint();
+
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The port listened on (host order): what "0" picked.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Stops listening and releases the id; see the class comment.
+  std::error_code shutdown() noexcept;
+
+  /// Completes with the next incoming request, its QP and CQs created with
+  /// `cfg` before it is accepted (as librpma does). Accept it with
+  /// conn_req::async_connect, refuse it with conn_req::reject or by
+  /// destroying it; its private data is conn_req::private_data().
+  ///
+  /// Completion signature: `void(arpma::error_code, arpma::conn_req)`.
+  /// Errors: the provider's errno when the queues cannot be made (the
+  /// request is rejected); operation_aborted on cancellation (terminal,
+  /// partial, total: no request is lost) or shutdown.
+  template <class CompletionToken>
+  auto async_next_conn_req(const conn_cfg& cfg, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
+        [](auto handler, detail::endpoint_state* state, const conn_cfg& c) {
+          detail::conn_req_handler h(std::move(handler));
+          detail::start_next_conn_req(state, c, std::move(h));
+        },
+        token, state_.get(), cfg);
+  }
+
+  /// Internal: the state the C API works on.
+  [[nodiscard]] detail::endpoint_state* state() const noexcept { return state_.get(); }
+
+ private:
+  std::unique_ptr<detail::endpoint_state> state_;
+};
+
+}  // namespace arpma

@@ -1,0 +1,220 @@
+#include "core/conn_state.hpp"
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/error.hpp"
+#include "core/log_internal.hpp"
+
+#include <climits>
+#include <utility>
+
+namespace arpma::detail {
+namespace {
+
+void keep_first(std::error_code& first, const std::error_code& next) {
+  if (!first) first = next;
+}
+
+std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept {
+  std::error_code first;
+  if (c.cq != nullptr) {
+    const auto ec = prov.destroy_cq(c.cq);
+    if (ec) ARPMA_LOG_FAILURE("destroy cq", ec);
+    keep_first(first, ec);
+    c.cq = nullptr;
+  }
+  if (c.own_channel != nullptr) {
+    const auto ec = prov.destroy_comp_channel(c.own_channel);
+    if (ec) ARPMA_LOG_FAILURE("destroy completion channel", ec);
+    keep_first(first, ec);
+    c.own_channel = nullptr;
+  }
+  return first;
+}
+
+// rpma_cq_new: own channel unless one is shared, CQ, then arm it.
+std::error_code make_cq(provider::provider& prov, provider::device* dev, std::uint32_t size,
+                        provider::comp_channel* shared, cq_state& out) {
+  cq_state c;
+  provider::comp_channel* channel = shared;
+  if (channel == nullptr) {
+    auto created = prov.create_comp_channel(dev);
+    if (!created) {
+      ARPMA_LOG_FAILURE("create completion channel", created.error());
+      return created.error();
+    }
+    c.own_channel = channel = created.value();
+  }
+  const int cqe = size > INT_MAX ? INT_MAX : static_cast<int>(size);
+  auto cq = prov.create_cq(dev, cqe, channel);
+  if (!cq) {
+    ARPMA_LOG_FAILURE("create cq", cq.error());
+    (void)destroy_cq(prov, c);
+    return cq.error();
+  }
+  c.cq = cq.value();
+  if (const auto ec = prov.req_notify_cq(c.cq, false)) {
+    ARPMA_LOG_FAILURE("arm cq", ec);
+    (void)destroy_cq(prov, c);
+    return ec;
+  }
+  out = c;
+  return {};
+}
+
+}  // namespace
+
+std::error_code conn_state::build_queues(const conn_cfg& cfg) {
+  auto& p = prov();
+  provider::device* dev = p.id_device(id);
+  if (cfg.shared_completion_channel) {
+    auto created = p.create_comp_channel(dev);
+    if (!created) {
+      ARPMA_LOG_FAILURE("create shared completion channel", created.error());
+      return created.error();
+    }
+    shared_channel = created.value();
+  }
+  if (auto ec = make_cq(p, dev, cfg.cq_size, shared_channel, cq)) return ec;
+  if (cfg.rcq_size > 0)
+    if (auto ec = make_cq(p, dev, cfg.rcq_size, shared_channel, rcq)) return ec;
+  provider::qp_config qp;
+  qp.send_cq = cq.cq;
+  qp.recv_cq = rcq.cq != nullptr ? rcq.cq : cq.cq;
+  qp.max_send_wr = cfg.sq_size;
+  qp.max_recv_wr = cfg.rq_size;
+  if (auto ec = p.create_qp(id, peer->pd, qp)) {
+    ARPMA_LOG_FAILURE("create qp", ec);
+    return ec;
+  }
+  has_qp = true;
+  return {};
+}
+
+std::error_code conn_state::destroy() noexcept {
+  if (!peer) return {};
+  auto& p = prov();
+  std::error_code first;
+  for (auto& weak : std::exchange(watchers_, {}))
+    if (auto w = weak.lock()) w->gone();
+  if (has_qp) {
+    p.destroy_qp(id);
+    has_qp = false;
+  }
+  keep_first(first, destroy_cq(p, rcq));
+  keep_first(first, destroy_cq(p, cq));
+  if (shared_channel != nullptr) {
+    const auto ec = p.destroy_comp_channel(shared_channel);
+    if (ec) ARPMA_LOG_FAILURE("destroy shared completion channel", ec);
+    keep_first(first, ec);
+    shared_channel = nullptr;
+  }
+  if (id != nullptr) {
+    if (channel) channel->detach(token);
+    attached = false;
+    // An incoming request nobody accepted is refused, so the client hears
+    // REJECTED now rather than timing out; the id is destroyed either way
+    // (librpma only rejects, leaking the id).
+    if (passive && phase == conn_phase::request) {
+      const auto ec = p.reject(id, nullptr, 0);
+      if (ec) ARPMA_LOG_FAILURE("reject", ec);
+      keep_first(first, ec);
+    }
+    const auto ec = p.destroy_id(id);
+    if (ec) ARPMA_LOG_FAILURE("destroy id", ec);
+    keep_first(first, ec);
+    id = nullptr;
+  }
+  channel.reset();
+  peer.reset();
+  return first;
+}
+
+}  // namespace arpma::detail
+
+namespace arpma::detail {
+
+void conn_state::attach() {
+  if (attached) return;
+  channel->attach(token, this);
+  attached = true;
+}
+
+std::error_code conn_state::move_to(std::shared_ptr<cm_channel> to) {
+  if (to == channel) return {};
+  if (auto ec = prov().migrate_id(id, to->native())) {
+    ARPMA_LOG_FAILURE("migrate id", ec);
+    return ec;
+  }
+  const bool was_attached = attached;
+  if (attached) channel->detach(token);
+  attached = false;
+  channel = std::move(to);
+  if (was_attached) attach();
+  return {};
+}
+
+std::error_code conn_state::start_connect(const void* pdata, std::uint8_t len) {
+  provider::conn_param param;
+  param.private_data = pdata;
+  param.private_data_len = len;
+  const auto ec = passive ? prov().accept(id, param) : prov().connect(id, param);
+  if (ec) {
+    ARPMA_LOG_FAILURE(passive ? "accept" : "connect", ec);
+    return ec;
+  }
+  phase = conn_phase::connecting;
+  return {};
+}
+
+void conn_state::note(const provider::cm_event& event) {
+  using type = provider::cm_event_type;
+  switch (event.type) {
+    case type::established:
+      phase = conn_phase::connected;
+      // The active side learns the server's private data here (§3.10 step 3).
+      if (private_data.empty() && event.private_data_len > 0)
+        private_data.assign(event.private_data.begin(),
+                            event.private_data.begin() + event.private_data_len);
+      break;
+    case type::disconnected:
+    case type::timewait_exit:
+    case type::connect_error:
+    case type::device_removal:
+    case type::rejected:
+    case type::unreachable: closed = true; break;
+    default: break;
+  }
+}
+
+void conn_state::on_cm_event(const provider::cm_event& event) {
+  note(event);  // at arrival: whoever waits for the end sees it before the event is taken
+  inbox.push_back(event);
+  std::erase_if(watchers_, [](const auto& weak) { return weak.expired(); });
+  const auto snapshot = watchers_;
+  for (const auto& weak : snapshot)
+    if (auto w = weak.lock()) w->poke();
+}
+
+void conn_state::watch(const std::shared_ptr<conn_watcher>& w) { watchers_.push_back(w); }
+
+void conn_state::unwatch(const conn_watcher* w) noexcept {
+  std::erase_if(watchers_, [w](const auto& weak) {
+    auto locked = weak.lock();
+    return !locked || locked.get() == w;
+  });
+}
+
+std::error_code connect_failure(const provider::cm_event& event) noexcept {
+  using type = provider::cm_event_type;
+  switch (event.type) {
+    case type::rejected: return std::make_error_code(std::errc::connection_refused);
+    case type::unreachable: return std::make_error_code(std::errc::host_unreachable);
+    case type::connect_error: return std::make_error_code(std::errc::connection_aborted);
+    case type::disconnected:
+    case type::timewait_exit: return std::make_error_code(std::errc::connection_reset);
+    case type::device_removal: return std::make_error_code(std::errc::no_such_device);
+    default: return {};
+  }
+}
+
+}  // namespace arpma::detail

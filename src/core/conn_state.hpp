@@ -1,0 +1,118 @@
+// What a connection request and then its connection own, the events they
+// receive, and the order in which they let go.
+#pragma once
+
+#include "arpma/connection.hpp"
+#include "core/cm_channel.hpp"
+#include "core/peer_state.hpp"
+#include "provider/provider.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+namespace arpma {
+struct conn_cfg;
+}
+
+namespace arpma::detail {
+
+/// One CQ and, unless the channel is shared, the completion channel it owns.
+struct cq_state {
+  provider::cq* cq = nullptr;
+  provider::comp_channel* own_channel = nullptr;
+};
+
+/// Something waiting on a conn_state's events (an operation in flight).
+/// `poke` runs on the channel's executor after each event is queued; `gone`
+/// when the state is destroyed under it.
+class conn_watcher {
+ public:
+  virtual void poke() = 0;
+  virtual void gone() = 0;
+
+ protected:
+  ~conn_watcher() = default;
+};
+
+/// Where an id is in its life; decides what teardown must say to the peer.
+enum class conn_phase : std::uint8_t {
+  request,     ///< resolved (active) or received (passive), not yet connected
+  connecting,  ///< connect/accept called, ESTABLISHED not seen
+  connected,   ///< ESTABLISHED seen
+  refused,     ///< an incoming request rejected by the application
+};
+
+/// A request under construction, complete, connecting or connected: one cm
+/// id, its queues and its events. `destroy` unwinds whatever exists, in
+/// reverse: QP, RCQ, CQ (each with its own channel), shared channel, then the
+/// id — rejected first if it is an incoming request nobody accepted.
+///
+/// In the C++ flavour the state is attached to its channel as the sink of its
+/// token, so events queue in `inbox` until an operation takes them; in the C
+/// flavour nothing is attached and the C calls read the channel directly.
+struct conn_state final : cm_event_sink {
+  conn_state(std::shared_ptr<peer_state> p, std::shared_ptr<cm_channel> ch,
+             std::uint64_t tok) noexcept
+      : peer(std::move(p)), channel(std::move(ch)), token(tok) {}
+  conn_state(const conn_state&) = delete;
+  conn_state& operator=(const conn_state&) = delete;
+  ~conn_state() { (void)destroy(); }
+
+  [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
+
+  /// Creates CQ, RCQ (when cfg asks) and the QP on the id's device (§3.4).
+  std::error_code build_queues(const conn_cfg& cfg);
+  /// Releases everything; returns the first error, always finishes.
+  std::error_code destroy() noexcept;
+
+  /// Routes this id's events to `inbox` (C++ flavour).
+  void attach();
+  /// Moves the id to `to` (rdma_migrate_id), keeping its token; attaches
+  /// there if it was attached here.
+  std::error_code move_to(std::shared_ptr<cm_channel> to);
+
+  /// connect (active) or accept (passive) with `pdata`; no event is awaited.
+  std::error_code start_connect(const void* pdata, std::uint8_t len);
+  /// Takes what an event says about this connection (private data of
+  /// ESTABLISHED, the phase, the end of the connection).
+  void note(const provider::cm_event& event);
+
+  void on_cm_event(const provider::cm_event& event) override;
+  void watch(const std::shared_ptr<conn_watcher>& w);
+  void unwatch(const conn_watcher* w) noexcept;
+
+  std::shared_ptr<peer_state> peer;
+  std::shared_ptr<cm_channel> channel;
+  std::uint64_t token;
+  provider::cm_id* id = nullptr;
+  bool passive = false;
+  bool attached = false;
+  conn_phase phase = conn_phase::request;
+  bool has_qp = false;
+  provider::comp_channel* shared_channel = nullptr;
+  cq_state cq;
+  cq_state rcq;
+  /// The peer's private data: of CONNECT_REQUEST (passive) or ESTABLISHED (active).
+  std::vector<std::uint8_t> private_data;
+  bool closed = false;  ///< DISCONNECTED (or a fatal event) seen by the sink
+  bool disconnect_sent = false;
+  std::deque<provider::cm_event> inbox;
+
+ private:
+  std::vector<std::weak_ptr<conn_watcher>> watchers_;
+};
+
+/// rdma_cm's failure events as error codes (REJECTED → connection_refused,
+/// UNREACHABLE → host_unreachable, ...); success for any other event.
+[[nodiscard]] std::error_code connect_failure(const provider::cm_event& event) noexcept;
+
+/// librpma's mapping of an rdma_cm event (reference §3.10); undefined when none.
+[[nodiscard]] conn_event to_conn_event(provider::cm_event_type type) noexcept;
+
+/// rdma_disconnect, once; nothing when the connection is already closed.
+std::error_code request_disconnect(conn_state& state) noexcept;
+
+}  // namespace arpma::detail

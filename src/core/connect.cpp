@@ -1,0 +1,132 @@
+// rpma_conn_req_connect as an asynchronous operation, and what else a request
+// can do before it becomes a connection.
+#include "arpma/conn_req.hpp"
+#include "arpma/error.hpp"
+#include "core/conn_state.hpp"
+#include "core/log_internal.hpp"
+#include "core/parked_op.hpp"
+
+#include <limits>
+
+namespace arpma {
+namespace detail {
+namespace {
+
+// Owns the request until ESTABLISHED hands it to the connection; any other
+// ending releases it (an incoming one is rejected on the way).
+class connect_op final : public parked_op<connect_op, connection>, public conn_watcher {
+ public:
+  connect_op(asio::any_io_executor ex, std::unique_ptr<conn_state> state,
+             std::vector<std::uint8_t> pdata, handler_type handler)
+      : parked_op(std::move(ex), std::move(handler)),
+        state_(std::move(state)),
+        pdata_(std::move(pdata)) {}
+
+  void start() {
+    park(asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    asio::post(executor(), [self = shared_from_this()] { self->begin(); });
+  }
+
+  void poke() override {
+    asio::post(executor(), [self = shared_from_this()] { self->check(); });
+  }
+  void gone() override {}  // the request is ours: it cannot go under us
+  void cancelled() { fail(aborted()); }
+
+ private:
+  void begin() {
+    if (done()) return;
+    try {
+      send();
+    } catch (const std::system_error& e) {
+      fail(e.code());
+    } catch (const std::bad_alloc&) {
+      fail(make_error_code(errc::no_memory));
+    }
+  }
+
+  void send() {
+    if (pdata_.size() > std::numeric_limits<std::uint8_t>::max())
+      return fail(make_error_code(errc::invalid_argument));
+    if (state_->channel->executor() != executor()) {
+      auto shared = shared_cm_channel(state_->prov(), executor());
+      if (!shared) return fail(shared.error());
+      if (auto ec = state_->move_to(shared.value())) return fail(ec);
+    }
+    state_->attach();
+    state_->watch(shared_from_this());
+    const auto len = static_cast<std::uint8_t>(pdata_.size());
+    if (auto ec = state_->start_connect(pdata_.empty() ? nullptr : pdata_.data(), len))
+      return fail(ec);
+    check();  // an incoming request may have heard from its client already
+  }
+
+  void check() {
+    if (done()) return;
+    while (!state_->inbox.empty()) {
+      const auto ev = state_->inbox.front();
+      state_->inbox.pop_front();
+      if (ev.type == provider::cm_event_type::established) return succeed();
+      if (auto ec = connect_failure(ev)) {
+        ARPMA_LOG(log_level::error, "connecting: %s", provider::to_string(ev.type));
+        return fail(ec);
+      }
+      ARPMA_LOG(log_level::warning, "connecting: %s ignored", provider::to_string(ev.type));
+    }
+  }
+
+  void succeed() {
+    state_->unwatch(this);
+    complete({}, connection(std::move(state_)));
+  }
+
+  void fail(const std::error_code& ec) {
+    if (state_) {
+      state_->unwatch(this);
+      state_.reset();  // reverse-order teardown; an incoming request is rejected
+    }
+    complete(ec, connection());
+  }
+
+  std::unique_ptr<conn_state> state_;
+  std::vector<std::uint8_t> pdata_;
+};
+
+}  // namespace
+
+void start_connect(asio::any_io_executor ex, conn_req req,
+                   std::vector<std::uint8_t> private_data, connection_handler handler) {
+  auto state = req.release();
+  if (state && !runs_operations(ex)) ex = state->channel->executor();
+  if (!state || !runs_operations(ex)) {
+    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), connection());
+  }
+  std::make_shared<connect_op>(std::move(ex), std::move(state), std::move(private_data),
+                               std::move(handler))
+      ->start();
+}
+
+}  // namespace detail
+
+std::unique_ptr<detail::conn_state> conn_req::release() noexcept { return std::move(state_); }
+
+bool conn_req::incoming() const noexcept { return state_ && state_->passive; }
+
+std::span<const std::uint8_t> conn_req::private_data() const noexcept {
+  if (!state_ || !state_->passive) return {};
+  return state_->private_data;
+}
+
+std::error_code conn_req::reject(std::span<const std::uint8_t> private_data) noexcept {
+  if (!state_ || !state_->passive || private_data.size() > provider::max_reject_private_data)
+    return make_error_code(errc::invalid_argument);
+  const auto len = static_cast<std::uint8_t>(private_data.size());
+  auto ec = state_->prov().reject(state_->id, private_data.empty() ? nullptr : private_data.data(),
+                                  len);
+  if (ec) ARPMA_LOG_FAILURE("reject", ec);
+  state_->phase = detail::conn_phase::refused;  // the refusal is said (or failed): say no more
+  const auto teardown = close();
+  return ec ? ec : teardown;
+}
+
+}  // namespace arpma

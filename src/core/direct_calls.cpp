@@ -1,0 +1,65 @@
+#include "core/direct_calls.hpp"
+
+#include "arpma/error.hpp"
+#include "core/conn_state.hpp"
+#include "core/endpoint_state.hpp"
+#include "core/log_internal.hpp"
+#include "core/sync_wait.hpp"
+
+namespace arpma::detail {
+
+result<endpoint> listen_now(const peer& p, const std::string& addr, const std::string& port) {
+  if (!p.state()) return make_error_code(errc::invalid_argument);
+  auto channel = cm_channel::create(p.state()->prov, thread_loop().get_executor());
+  if (!channel) return channel.error();
+  if (auto ec = channel.value()->set_blocking(true)) return ec;
+  const auto token = channel.value()->reserve_token();
+  auto state = std::make_unique<endpoint_state>(p.state(), channel.value(), token);
+  if (auto ec = state->listen(addr, port)) return ec;
+  return endpoint(std::move(state));
+}
+
+result<conn_req> next_conn_req_now(const endpoint& ep, const conn_cfg& cfg) {
+  if (ep.state() == nullptr) return make_error_code(errc::invalid_argument);
+  auto request = ep.state()->next_request_now(cfg);
+  if (!request) return request.error();
+  return conn_req(std::move(request).value());
+}
+
+result<connection> connect_now(conn_req req, std::span<const std::uint8_t> private_data) {
+  auto state = req.release();
+  if (!state) return make_error_code(errc::invalid_argument);
+  if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
+  // The fd the connection hands out behaves as librpma's: blocking.
+  if (auto ec = state->channel->set_blocking(true)) return ec;
+  const auto len = static_cast<std::uint8_t>(private_data.size());
+  if (auto ec = state->start_connect(private_data.empty() ? nullptr : private_data.data(), len))
+    return ec;  // `state` lets go on the way out; an incoming request is rejected
+  return connection(std::move(state));
+}
+
+result<conn_event> next_event_now(const connection& conn) {
+  auto* state = conn.state();
+  if (state == nullptr) return make_error_code(errc::invalid_argument);
+  auto event = state->channel->read_now();
+  if (!event) return event.error();
+  state->note(event.value());
+  const auto mapped = to_conn_event(event.value().type);
+  if (mapped == conn_event::undefined) {
+    ARPMA_LOG(log_level::warning, "Unexpected event received: %s",
+              provider::to_string(event.value().type));
+    return make_error_code(errc::unknown);
+  }
+  ARPMA_LOG(log_level::notice, "%s", to_string(mapped));
+  return mapped;
+}
+
+int event_fd(const endpoint& ep) noexcept {
+  return ep.state() != nullptr ? ep.state()->channel->fd() : -1;
+}
+
+int event_fd(const connection& conn) noexcept {
+  return conn.state() != nullptr ? conn.state()->channel->fd() : -1;
+}
+
+}  // namespace arpma::detail

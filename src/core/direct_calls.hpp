@@ -1,0 +1,33 @@
+// The C flavour of the lifecycle: calls that work on an object's own event
+// channel directly, on the caller's thread, without any event loop — so a C
+// program's fds mean exactly what librpma's do (blocking until it sets
+// O_NONBLOCK, readable exactly when the next call will not block).
+#pragma once
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
+#include "arpma/peer.hpp"
+#include "arpma/result.hpp"
+
+#include <span>
+#include <string>
+
+namespace arpma::detail {
+
+/// rpma_ep_listen: an endpoint on an event channel of its own (blocking fd).
+result<endpoint> listen_now(const peer& p, const std::string& addr, const std::string& port);
+/// rpma_ep_next_conn_req: reads the endpoint's channel once.
+result<conn_req> next_conn_req_now(const endpoint& ep, const conn_cfg& cfg);
+/// rpma_conn_req_connect: connect or accept, without waiting for the outcome.
+/// The request is consumed; on failure it is released (an incoming one rejected).
+result<connection> connect_now(conn_req req, std::span<const std::uint8_t> private_data);
+/// rpma_conn_next_event: reads the connection's channel once. errc::unknown
+/// for an event without a mapping, errc::no_event when none is pending.
+result<conn_event> next_event_now(const connection& conn);
+/// The fd of the object's own event channel.
+int event_fd(const endpoint& ep) noexcept;
+int event_fd(const connection& conn) noexcept;
+
+}  // namespace arpma::detail

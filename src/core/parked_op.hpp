@@ -1,0 +1,109 @@
+// The base of operations that wait for rdma_cm events rather than for Asio.
+#pragma once
+
+#include "arpma/error.hpp"
+#include "core/asio.hpp"
+#include "core/error_internal.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace arpma::detail {
+
+/// Calls `handler` with `ec` and `results` from `ex`'s queue, on the
+/// handler's associated executor.
+template <class Handler, class... Results>
+void post_completion(const asio::any_io_executor& ex, Handler handler, const std::error_code& ec,
+                     Results... results) {
+  asio::post(ex, [ex, h = std::move(handler), error = to_completion_error(ec),
+                  ... r = std::move(results)]() mutable {
+    auto executor = asio::get_associated_executor(h, ex);
+    asio::dispatch(executor, [h = std::move(h), error, ... r = std::move(r)]() mutable {
+      std::move(h)(error, std::move(r)...);
+    });
+  });
+}
+
+/// Completes `handler` without an operation (bad arguments): through its
+/// associated executor, never inside the initiating function.
+/// Only misuse gets here (an empty object: no loop known), so the system
+/// executor's thread may carry the completion to the handler's executor.
+template <class Handler, class... Results>
+void fail_at_once(Handler handler, const std::error_code& ec, Results... results) {
+  post_completion(asio::system_executor(), std::move(handler), ec, std::move(results)...);
+}
+
+/// The error of a cancelled operation, as every Asio operation reports it.
+[[nodiscard]] inline std::error_code aborted() noexcept {
+  return boost::system::error_code(asio::error::operation_aborted);
+}
+
+/// An operation completed by something other than Asio (an event routed by a
+/// cm_channel). While it waits, its only owner is a timer armed at "never":
+/// a destroyed io_context destroys it, and its handler, like any pending
+/// Asio operation. `complete` runs the handler once, always through post, so
+/// no handler ever runs inside the code that completed it.
+///
+/// `Derived` provides `void cancelled()` (called on the executor).
+template <class Derived, class... Results>
+class parked_op : public std::enable_shared_from_this<Derived> {
+ public:
+  using handler_type = asio::any_completion_handler<void(error_code, Results...)>;
+
+  parked_op(const parked_op&) = delete;
+  parked_op& operator=(const parked_op&) = delete;
+
+  [[nodiscard]] bool done() const noexcept { return done_; }
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+
+ protected:
+  parked_op(asio::any_io_executor ex, handler_type handler)
+      : ex_(std::move(ex)), handler_(std::move(handler)), timer_(ex_) {}
+  ~parked_op() = default;
+
+  /// Holds the operation until `complete`; hooks cancellation of the
+  /// `honoured` types.
+  void park(asio::cancellation_type honoured) {
+    timer_.expires_at(asio::steady_timer::time_point::max());
+    timer_.async_wait([self = this->shared_from_this()](const std::error_code&) {});
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (!slot.is_connected()) return;
+    slot.assign([weak = this->weak_from_this(), honoured](asio::cancellation_type type) {
+      if ((type & honoured) == asio::cancellation_type::none) return;
+      if (auto self = weak.lock())
+        asio::post(self->ex_, [self] {
+          if (!self->done_) self->cancelled();
+        });
+    });
+  }
+
+  void complete(const std::error_code& ec, Results... results) {
+    if (done_) return;
+    done_ = true;
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.clear();
+    timer_.cancel();
+    post_completion(ex_, std::move(handler_), ec, std::move(results)...);
+  }
+
+ private:
+  asio::any_io_executor ex_;
+  handler_type handler_;
+  asio::steady_timer timer_;
+  bool done_ = false;
+};
+
+/// True when `ex` can run an operation: an io_context's executor (the
+/// system executor, the default of handlers without one, cannot).
+[[nodiscard]] inline bool runs_operations(const asio::any_io_executor& ex) noexcept {
+  return static_cast<bool>(ex) && ex.target<asio::system_executor>() == nullptr;
+}
+
+}  // namespace arpma::detail
