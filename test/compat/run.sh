@@ -101,11 +101,12 @@ for p in "${PROGRAMS[@]}"; do
   done
 done
 # each variant must be linked with its own library
-if ! ldd "$bin_dir/librpma/compat_strings" | grep -q 'librpma\.so'; then
+# (ldd's output is read whole: grep -q would exit early and pipefail would see SIGPIPE)
+if ! ldd "$bin_dir/librpma/compat_strings" | grep 'librpma\.so' >/dev/null; then
   echo "run.sh: $bin_dir/librpma/compat_strings is not linked with librpma.so" >&2
   exit 3
 fi
-if ldd "$bin_dir/arpma/compat_strings" | grep -q 'librpma\.so'; then
+if ldd "$bin_dir/arpma/compat_strings" | grep 'librpma\.so' >/dev/null; then
   echo "run.sh: $bin_dir/arpma/compat_strings is linked with librpma.so, not arpma" >&2
   exit 3
 fi
