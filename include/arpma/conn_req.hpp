@@ -16,8 +16,8 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 #include <system_error>
+#include <vector>
 
 namespace arpma {
 

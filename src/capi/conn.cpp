@@ -24,8 +24,7 @@ int rpma_conn_next_event(struct rpma_conn* conn, enum rpma_conn_event* event) {
   });
 }
 
-int rpma_conn_get_private_data(const struct rpma_conn* conn,
-                               struct rpma_conn_private_data* pdata) {
+int rpma_conn_get_private_data(const struct rpma_conn* conn, struct rpma_conn_private_data* pdata) {
   if (conn == nullptr || pdata == nullptr) return RPMA_E_INVAL;
   const auto data = conn->cxx.private_data();
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): librpma's struct has a non-const ptr

@@ -158,8 +158,7 @@ std::error_code cm_channel::set_blocking(bool blocking) noexcept {
   const int flags = ::fcntl(fd(), F_GETFL);
   if (flags < 0) return {errno, std::system_category()};
   const int wanted = blocking ? (flags & ~O_NONBLOCK) : (flags | O_NONBLOCK);
-  if (wanted != flags && ::fcntl(fd(), F_SETFL, wanted) < 0)
-    return {errno, std::system_category()};
+  if (wanted != flags && ::fcntl(fd(), F_SETFL, wanted) < 0) return {errno, std::system_category()};
   return {};
 }
 

@@ -244,8 +244,7 @@ void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> pe
 }  // namespace detail
 
 conn_req::conn_req() noexcept = default;
-conn_req::conn_req(std::unique_ptr<detail::conn_state> state) noexcept
-    : state_(std::move(state)) {}
+conn_req::conn_req(std::unique_ptr<detail::conn_state> state) noexcept : state_(std::move(state)) {}
 conn_req::conn_req(conn_req&&) noexcept = default;
 conn_req& conn_req::operator=(conn_req&&) noexcept = default;
 conn_req::~conn_req() = default;

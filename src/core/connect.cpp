@@ -94,8 +94,8 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
 
 }  // namespace
 
-void start_connect(asio::any_io_executor ex, conn_req req,
-                   std::vector<std::uint8_t> private_data, connection_handler handler) {
+void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint8_t> private_data,
+                   connection_handler handler) {
   auto state = req.release();
   if (state && !runs_operations(ex)) ex = state->channel->executor();
   if (!state || !runs_operations(ex)) {
@@ -121,8 +121,8 @@ std::error_code conn_req::reject(std::span<const std::uint8_t> private_data) noe
   if (!state_ || !state_->passive || private_data.size() > provider::max_reject_private_data)
     return make_error_code(errc::invalid_argument);
   const auto len = static_cast<std::uint8_t>(private_data.size());
-  auto ec = state_->prov().reject(state_->id, private_data.empty() ? nullptr : private_data.data(),
-                                  len);
+  auto ec =
+      state_->prov().reject(state_->id, private_data.empty() ? nullptr : private_data.data(), len);
   if (ec) ARPMA_LOG_FAILURE("reject", ec);
   state_->phase = detail::conn_phase::refused;  // the refusal is said (or failed): say no more
   const auto teardown = close();

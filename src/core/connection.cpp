@@ -39,8 +39,7 @@ conn_event to_conn_event(provider::cm_event_type type) noexcept {
 namespace {
 
 constexpr auto any_cancellation = asio::cancellation_type::terminal |
-                                  asio::cancellation_type::partial |
-                                  asio::cancellation_type::total;
+                                  asio::cancellation_type::partial | asio::cancellation_type::total;
 
 // Shared by the waits on a connection: they end when it goes away.
 template <class Derived, class... Results>

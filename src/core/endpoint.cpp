@@ -170,8 +170,7 @@ result<std::unique_ptr<conn_state>> endpoint_state::next_request_now(const conn_
 
 namespace {
 
-class next_conn_req_op final : public parked_op<next_conn_req_op, conn_req>,
-                               public conn_watcher {
+class next_conn_req_op final : public parked_op<next_conn_req_op, conn_req>, public conn_watcher {
  public:
   next_conn_req_op(asio::any_io_executor ex, endpoint_state* state, const conn_cfg& cfg,
                    handler_type handler)

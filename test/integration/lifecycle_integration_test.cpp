@@ -9,6 +9,7 @@
 #include "arpma/peer.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -52,11 +53,24 @@ class lifecycle : public ::testing::Test {
     peer.emplace(std::move(p).value());
   }
 
-  // Runs the loop until `done` or 20 s, whichever first.
-  void run(const bool& done) {
+  // Runs the loop until `done()` or 20 s, whichever first.
+  template <class Done>
+  void run_until(Done done) {
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!done && std::chrono::steady_clock::now() < deadline) io.run_for(50ms);
-    ASSERT_TRUE(done) << "timed out";
+    while (!done() && std::chrono::steady_clock::now() < deadline) run_for(10ms);
+    ASSERT_TRUE(done()) << "timed out";
+  }
+
+  // io_context::run_for stops the context when it runs out of work.
+  void run_for(std::chrono::milliseconds span) {
+    io.restart();
+    io.run_for(span);
+  }
+
+  arpma::endpoint listen() {
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+    EXPECT_TRUE(ep) << ep.error().message();
+    return ep ? std::move(ep).value() : arpma::endpoint();
   }
 
   std::string addr = test_addr();
@@ -65,9 +79,8 @@ class lifecycle : public ::testing::Test {
 };
 
 TEST_F(lifecycle, coroutines_hello_each_way_then_client_disconnects) {
-  auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
-  ASSERT_TRUE(ep) << ep.error().message();
-  const auto port = std::to_string(ep.value().port());
+  auto ep = listen();
+  const auto port = std::to_string(ep.port());
   ASSERT_NE(port, "0");
   bool server_done = false;
   bool client_done = false;
@@ -78,7 +91,7 @@ TEST_F(lifecycle, coroutines_hello_each_way_then_client_disconnects) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto req = co_await ep.value().async_next_conn_req({}, asio::use_awaitable);
+        auto req = co_await ep.async_next_conn_req({}, asio::use_awaitable);
         EXPECT_TRUE(req.incoming());
         server_heard = text(req.private_data(), 12);
         auto conn = co_await req.async_connect(bytes("hello-server"), asio::use_awaitable);
@@ -101,20 +114,170 @@ TEST_F(lifecycle, coroutines_hello_each_way_then_client_disconnects) {
         client_done = true;
       },
       rethrow);
-  bool both = false;
-  asio::steady_timer poll(io);
-  std::function<void()> check = [&] {
-    both = server_done && client_done;
-    if (!both) {
-      poll.expires_after(10ms);
-      poll.async_wait([&](auto) { check(); });
-    }
-  };
-  check();
-  run(both);
+  run_until([&] { return server_done && client_done; });
   EXPECT_EQ(server_heard, "hello-client");
   EXPECT_EQ(client_heard, "hello-server");
   EXPECT_EQ(server_saw, arpma::conn_event::closed);
+}
+
+TEST_F(lifecycle, callbacks_server_disconnects_first) {
+  auto ep = listen();
+  const auto port = std::to_string(ep.port());
+  arpma::connection server;
+  arpma::connection client;
+  arpma::conn_event client_saw = arpma::conn_event::undefined;
+  bool server_closed = false;
+  int failures = 0;
+  const auto count = [&](std::error_code ec) {
+    if (ec) {
+      ++failures;
+      ADD_FAILURE() << ec.message();
+    }
+  };
+  ep.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req req) {
+    count(ec);
+    req.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
+      count(ec2);
+      server = std::move(c);
+      server.async_disconnect([&](std::error_code ec3) {
+        count(ec3);
+        server_closed = true;
+      });
+    });
+  });
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, addr, port, {}, [&](std::error_code ec, arpma::conn_req req) {
+        count(ec);
+        req.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
+          count(ec2);
+          client = std::move(c);
+          client.async_next_event([&](std::error_code ec3, arpma::conn_event ev) {
+            count(ec3);
+            client_saw = ev;
+          });
+        });
+      });
+  run_until([&] {
+    return failures > 0 || (server_closed && client_saw != arpma::conn_event::undefined);
+  });
+  EXPECT_EQ(client_saw, arpma::conn_event::closed);
+  EXPECT_TRUE(client.private_data().empty());
+}
+
+TEST_F(lifecycle, a_rejected_client_hears_refused_and_the_server_keeps_serving) {
+  auto ep = listen();
+  const auto port = std::to_string(ep.port());
+  std::error_code first_outcome;
+  bool first_done = false;
+  bool second_ok = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto no = co_await ep.async_next_conn_req({}, asio::use_awaitable);
+        EXPECT_FALSE(no.reject(bytes("go away")));
+        EXPECT_FALSE(no);
+        auto yes = co_await ep.async_next_conn_req({}, asio::use_awaitable);
+        auto conn = co_await yes.async_connect({}, asio::use_awaitable);
+        co_await conn.async_next_event(asio::use_awaitable);
+      },
+      rethrow);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto req = co_await arpma::async_conn_req_new(*peer, addr, port, {}, asio::use_awaitable);
+        auto [ec, conn] = co_await req.async_connect({}, asio::as_tuple(asio::use_awaitable));
+        first_outcome = ec;
+        first_done = true;
+        auto again = co_await arpma::async_conn_req_new(*peer, addr, port, {}, asio::use_awaitable);
+        auto ok = co_await again.async_connect({}, asio::use_awaitable);
+        second_ok = static_cast<bool>(ok);
+        co_await ok.async_disconnect(asio::use_awaitable);
+      },
+      rethrow);
+  run_until([&] { return first_done && second_ok; });
+  EXPECT_EQ(first_outcome, std::errc::connection_refused);
+  EXPECT_EQ(first_outcome, arpma::errc::provider);
+}
+
+TEST_F(lifecycle, a_client_before_its_server_fails_then_succeeds_on_retry) {
+  // A port nobody listens on yet: take one from a listener and close it.
+  std::string port;
+  {
+    auto probe = listen();
+    port = std::to_string(probe.port());
+  }
+  std::error_code early;
+  bool early_done = false;
+  arpma::async_conn_req_new(io.get_executor(), *peer, addr, port, {},
+                            [&](std::error_code ec, arpma::conn_req req) {
+                              if (ec) {
+                                early = ec;
+                                early_done = true;
+                                return;
+                              }
+                              req.async_connect({}, [&](std::error_code ec2, arpma::connection) {
+                                early = ec2;
+                                early_done = true;
+                              });
+                            });
+  run_until([&] { return early_done; });
+  EXPECT_TRUE(early == std::errc::connection_refused || early == std::errc::host_unreachable)
+      << early.message();
+
+  auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, port);
+  ASSERT_TRUE(ep) << ep.error().message();
+  bool connected = false;
+  ep.value().async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req req) {
+    ASSERT_FALSE(ec);
+    req.async_connect({}, [](std::error_code, arpma::connection) {});
+  });
+  arpma::connection conn;
+  arpma::async_conn_req_new(io.get_executor(), *peer, addr, port, {},
+                            [&](std::error_code ec, arpma::conn_req req) {
+                              ASSERT_FALSE(ec) << ec.message();
+                              req.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
+                                EXPECT_FALSE(ec2) << ec2.message();
+                                conn = std::move(c);
+                                connected = true;
+                              });
+                            });
+  run_until([&] { return connected; });
+}
+
+TEST_F(lifecycle, endpoint_shutdown_rejects_pending_requests_and_ends_the_wait) {
+  auto ep = listen();
+  const auto port = std::to_string(ep.port());
+  constexpr int clients = 4;
+  int refused = 0;
+  int other = 0;
+  std::vector<arpma::conn_req> made;
+  for (int i = 0; i < clients; ++i)
+    arpma::async_conn_req_new(io.get_executor(), *peer, addr, port, {},
+                              [&](std::error_code ec, arpma::conn_req req) {
+                                ASSERT_FALSE(ec) << ec.message();
+                                req.async_connect({}, [&](std::error_code ec2, arpma::connection) {
+                                  (ec2 == std::errc::connection_refused ? refused : other)++;
+                                });
+                              });
+  // Give the requests time to arrive and queue in the endpoint, untaken.
+  run_for(300ms);
+  EXPECT_EQ(refused + other, 0);
+  EXPECT_FALSE(ep.shutdown());
+  run_until([&] { return refused + other == clients; });
+  EXPECT_EQ(refused, clients);
+
+  auto ep2 = listen();
+  arpma::error_code waited;
+  bool ended = false;
+  ep2.async_next_conn_req({}, [&](arpma::error_code ec, arpma::conn_req) {
+    waited = ec;
+    ended = true;
+  });
+  run_for(20ms);
+  EXPECT_FALSE(ended);
+  ep2 = arpma::endpoint();
+  run_until([&] { return ended; });
+  EXPECT_EQ(waited, asio::error::operation_aborted);
 }
 
 }  // namespace
