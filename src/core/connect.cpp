@@ -68,7 +68,7 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
       state_->inbox.pop_front();
       if (ev.type == provider::cm_event_type::established) return succeed();
       if (auto ec = connect_failure(ev)) {
-        ARPMA_LOG(log_level::error, "connecting: %s", provider::to_string(ev.type));
+        ARPMA_LOG(log_level::notice, "connecting: %s", provider::to_string(ev.type));
         return fail(ec);
       }
       ARPMA_LOG(log_level::warning, "connecting: %s ignored", provider::to_string(ev.type));
