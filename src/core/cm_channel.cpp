@@ -188,6 +188,8 @@ void cm_channel::drain() {
                 provider::to_string(event.type));
       continue;
     }
+    ARPMA_LOG(log_level::debug, "%s for token %llu", provider::to_string(event.type),
+              static_cast<unsigned long long>(event.context));
     it->second->on_cm_event(event);
   }
 }

@@ -177,6 +177,17 @@ void conn_state::note(const provider::cm_event& event) {
                             event.private_data.begin() + event.private_data_len);
       break;
     case type::disconnected:
+      // The peer asked (DREQ): answer at once, so its own disconnect completes
+      // now instead of after the CM's DREQ timeout (seconds on rxe). librpma
+      // leaves this to the program's rpma_conn_disconnect after CLOSED, which
+      // stays harmless (sent once).
+      closed = true;
+      if (!disconnect_sent && id != nullptr) {
+        if (const auto ec = prov().disconnect(id))
+          ARPMA_LOG(log_level::debug, "answering a disconnect: %s", ec.message().c_str());
+        disconnect_sent = true;
+      }
+      break;
     case type::timewait_exit:
     case type::connect_error:
     case type::device_removal:

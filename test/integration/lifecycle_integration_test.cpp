@@ -165,7 +165,8 @@ TEST_F(lifecycle, callbacks_server_disconnects_first) {
     return failures > 0 || (server_closed && client_saw != arpma::conn_event::undefined);
   });
   EXPECT_EQ(client_saw, arpma::conn_event::closed);
-  EXPECT_TRUE(client.private_data().empty());
+  // (no assertion on client.private_data(): InfiniBand/RoCE pad the REP's
+  // private data to 196 bytes even when the server sent none)
 }
 
 TEST_F(lifecycle, a_rejected_client_hears_refused_and_the_server_keeps_serving) {
