@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 #include <boost/asio/io_context.hpp>
@@ -244,6 +245,26 @@ TEST_F(lifecycle_capi, a_rejected_request_reaches_the_client_as_rejected) {
   EXPECT_EQ(ev, RPMA_CONN_REJECTED);
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
   EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
+}
+
+TEST_F(lifecycle_capi, shutting_down_an_endpoint_refuses_the_requests_it_did_not_take) {
+  const watchdog guard(30s);
+  rpma_ep* ep = nullptr;
+  ASSERT_EQ(rpma_ep_listen(peer, addr.c_str(), port.c_str(), &ep), 0);
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), port.c_str(), nullptr, &req), 0);
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &conn), 0);
+  int ep_fd = -1;
+  ASSERT_EQ(rpma_ep_get_fd(ep, &ep_fd), 0);
+  pollfd waiting{ep_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&waiting, 1, 10000), 1);  // the request is there, untaken
+  EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
+  rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+  ASSERT_EQ(rpma_conn_next_event(conn, &ev), 0);
+  EXPECT_TRUE(ev == RPMA_CONN_REJECTED || ev == RPMA_CONN_UNREACHABLE)
+      << rpma_utils_conn_event_2str(ev);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
 }
 
 }  // namespace
