@@ -255,6 +255,33 @@ TEST_F(ep_capi, events_of_a_request_reach_its_own_fd_not_the_endpoints) {
   EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
 }
 
+TEST_F(ep_capi, events_queued_before_the_request_was_read_move_with_it) {
+  rpma_ep* ep = listen();
+  auto* id = fake.incoming(listener());
+  fake.deliver(id, event::disconnected);  // behind the CONNECT_REQUEST, on the endpoint's fd
+  EXPECT_EQ(fake.queued(fake.channel_of(listener())), 2u);
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_ep_next_conn_req(ep, nullptr, &req), 0);
+  EXPECT_EQ(fake.queued(fake.channel_of(listener())), 0u) << "migrate_id took it along";
+  EXPECT_EQ(fake.queued(fake.channel_of(id)), 1u);
+  int fd = -1;
+  ASSERT_EQ(rpma_ep_get_fd(ep, &fd), 0);
+  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  rpma_conn_req* other = sentinel_req;
+  EXPECT_EQ(rpma_ep_next_conn_req(ep, nullptr, &other), RPMA_E_NO_EVENT)
+      << "the endpoint never reads a request's event as its own";
+  // The connection reads it after ESTABLISHED.
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &conn), 0);
+  rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+  ASSERT_EQ(rpma_conn_next_event(conn, &ev), 0);
+  EXPECT_EQ(ev, RPMA_CONN_CLOSED);
+  ASSERT_EQ(rpma_conn_next_event(conn, &ev), 0);
+  EXPECT_EQ(ev, RPMA_CONN_ESTABLISHED);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
+  EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
+}
+
 TEST_F(ep_capi, shutdown_with_requests_not_read_drops_them) {
   rpma_ep* ep = listen();
   fake.incoming(listener(), {1});

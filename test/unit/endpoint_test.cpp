@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -359,6 +360,37 @@ TEST_F(endpoint_test, a_failed_accept_rejects_and_destroys_the_request) {
   EXPECT_THAT(fake.take_calls(), ElementsAre("accept", "destroy_qp", "destroy_cq",
                                              "destroy_comp_channel", "reject", "destroy_id"));
   EXPECT_EQ(fake.ids().size(), 1u);
+}
+
+TEST_F(endpoint_test, accepting_on_another_loop_moves_the_id_to_that_loops_channel) {
+  auto ep = listen();
+  auto req = take_request(ep);
+  auto* id = fake.ids().back();
+  (void)fake.take_calls();
+  asio::io_context other;
+  connect_outcome out;
+  req.async_connect(
+      {}, asio::bind_executor(other, [&out](arpma::error_code ec, arpma::connection conn) {
+        out.ec = ec;
+        out.conn = std::move(conn);
+        ++out.calls;
+      }));
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (out.calls == 0 && std::chrono::steady_clock::now() < deadline) {
+    other.restart();
+    (void)other.run_one_for(50ms);
+  }
+  ASSERT_EQ(out.calls, 1);
+  ASSERT_FALSE(out.ec) << out.ec.message();
+  EXPECT_NE(fake.channel_of(id), fake.channel_of(listener()));
+  EXPECT_THAT(fake.take_calls(), ElementsAre("create_event_channel", "migrate_id", "accept"));
+  EXPECT_EQ(out.conn.close(), std::error_code());
+  for (int i = 0; i < 5; ++i) {
+    other.restart();
+    (void)other.poll();
+  }
+  EXPECT_THAT(fake.take_calls(), ElementsAre("destroy_qp", "destroy_cq", "destroy_comp_channel",
+                                             "destroy_id", "destroy_event_channel"));
 }
 
 // Events of a pending request reach the request, never the endpoint, whether
