@@ -247,9 +247,9 @@ class conn_capi_unmapped : public conn_capi, public ::testing::WithParamInterfac
 TEST_P(conn_capi_unmapped, is_unknown_and_leaves_the_event) {
   rpma_conn* conn = connected();
   fake.deliver(id(), GetParam());
-  auto ev = static_cast<rpma_conn_event>(12345);
+  rpma_conn_event ev = RPMA_CONN_UNREACHABLE;  // a sentinel: never the answer here
   EXPECT_EQ(rpma_conn_next_event(conn, &ev), RPMA_E_UNKNOWN);
-  EXPECT_EQ(ev, static_cast<rpma_conn_event>(12345));
+  EXPECT_EQ(ev, RPMA_CONN_UNREACHABLE);
   // ... and it is consumed: the next one is read.
   fake.deliver(id(), event::disconnected);
   EXPECT_EQ(rpma_conn_next_event(conn, &ev), 0);
@@ -271,9 +271,9 @@ TEST_F(conn_capi, next_event_on_a_non_blocking_fd_with_nothing_pending_is_no_eve
   int fd = -1;
   ASSERT_EQ(rpma_conn_get_event_fd(conn, &fd), 0);
   ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
-  auto ev = static_cast<rpma_conn_event>(12345);
+  rpma_conn_event ev = RPMA_CONN_UNREACHABLE;  // a sentinel: never the answer here
   EXPECT_EQ(rpma_conn_next_event(conn, &ev), RPMA_E_NO_EVENT);
-  EXPECT_EQ(ev, static_cast<rpma_conn_event>(12345));
+  EXPECT_EQ(ev, RPMA_CONN_UNREACHABLE);
   EXPECT_EQ(rpma_conn_next_event(nullptr, &ev), RPMA_E_INVAL);
   EXPECT_EQ(rpma_conn_next_event(conn, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
