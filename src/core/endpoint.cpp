@@ -152,6 +152,13 @@ result<std::unique_ptr<conn_state>> endpoint_state::next_request_now(const conn_
     auto own = cm_channel::create(prov(), channel->executor());
     if (!own) throw std::system_error(own.error());
     request = take_request(ev, std::move(own).value());
+  } catch (const std::system_error& e) {
+    // The provider's own error (a failed create_event_channel is EIO, EMFILE,
+    // ...: RPMA_E_PROVIDER), not no_memory.
+    ARPMA_LOG(log_level::error, "cannot take an incoming request: rejected");
+    (void)prov().reject(ev.id, nullptr, 0);
+    (void)prov().destroy_id(ev.id);
+    return e.code();
   } catch (const std::exception&) {
     ARPMA_LOG(log_level::error, "cannot take an incoming request: rejected");
     (void)prov().reject(ev.id, nullptr, 0);

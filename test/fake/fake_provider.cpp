@@ -3,7 +3,10 @@
 #include "provider/event_queue.hpp"
 #include "provider/handle_cast.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +28,11 @@ struct fake_provider::id {
   channel* owner = nullptr;
   std::uint64_t context = 0;
   bool addr_requested = false;
+  std::uint16_t port = 0;  // bound to, 0 when not bound
+  bool listening = false;
+  id* listener = nullptr;     // born from a CONNECT_REQUEST of this listener...
+  bool request_read = false;  // ...which has been read
+  bool rejected = false;
   bool has_qp = false;
   prov::qp_config qp;
   pd_obj* qp_pd = nullptr;
@@ -63,6 +71,9 @@ fake_provider::fake_provider()
     : dev_(reinterpret_cast<prov::device*>(new std::uint64_t[8]{})),
       addr_events_{{cm_event_type::addr_resolved}},
       route_events_{{cm_event_type::route_resolved}},
+      connect_events_{{cm_event_type::established}},
+      accept_events_{{cm_event_type::established}},
+      disconnect_events_{{cm_event_type::disconnected}},
       timer_([this] { timer_loop(); }) {}
 
 fake_provider::~fake_provider() {
@@ -88,6 +99,26 @@ void fake_provider::on_resolve_addr(std::vector<response> events) {
 void fake_provider::on_resolve_route(std::vector<response> events) {
   const std::lock_guard lock(mutex_);
   route_events_ = std::move(events);
+}
+
+void fake_provider::on_connect(std::vector<response> events) {
+  const std::lock_guard lock(mutex_);
+  connect_events_ = std::move(events);
+}
+
+void fake_provider::on_accept(std::vector<response> events) {
+  const std::lock_guard lock(mutex_);
+  accept_events_ = std::move(events);
+}
+
+void fake_provider::on_disconnect(std::vector<response> events) {
+  const std::lock_guard lock(mutex_);
+  disconnect_events_ = std::move(events);
+}
+
+void fake_provider::context_at_read(bool at_read) {
+  const std::lock_guard lock(mutex_);
+  context_at_read_ = at_read;
 }
 
 std::error_code fake_provider::enter(const char* call) {
@@ -130,6 +161,30 @@ std::size_t fake_provider::live_objects() const {
 std::vector<std::string> fake_provider::violations() const {
   const std::lock_guard lock(mutex_);
   return violations_;
+}
+
+std::vector<fake_provider::sent> fake_provider::sent_data() const {
+  const std::lock_guard lock(mutex_);
+  return sent_;
+}
+
+bool fake_provider::alive(const id* i) const {
+  return std::find(ids_.begin(), ids_.end(), i) != ids_.end();
+}
+
+prov::event_channel* fake_provider::channel_of(const prov::cm_id* h) const {
+  const std::lock_guard lock(mutex_);
+  const id* i = as<const id>(h);
+  return alive(i) ? handle<prov::event_channel>(i->owner) : nullptr;
+}
+
+std::uint64_t fake_provider::context_of(const prov::cm_id* h) const {
+  const std::lock_guard lock(mutex_);
+  return as<const id>(h)->context;
+}
+
+std::size_t fake_provider::queued(const prov::event_channel* h) const {
+  return as<const channel>(h)->queue.size();
 }
 
 int fake_provider::event_channels_created() const {
@@ -176,6 +231,9 @@ void fake_provider::schedule(id* target, const std::vector<response>& events) {
     ev.status = r.status;
     ev.id = handle<prov::cm_id>(target);
     ev.context = target->context;
+    ev.private_data_len =
+        static_cast<std::uint8_t>(std::min<std::size_t>(r.private_data.size(), 255));
+    std::copy_n(r.private_data.begin(), ev.private_data_len, ev.private_data.begin());
     if (r.delay.count() == 0) {
       push(ch, ev);
     } else {
@@ -189,6 +247,75 @@ void fake_provider::schedule(id* target, const std::vector<response>& events) {
 void fake_provider::deliver(prov::cm_id* h, cm_event_type type, int status) {
   const std::lock_guard lock(mutex_);
   schedule(as<id>(h), {{type, status}});
+}
+
+void fake_provider::deliver(prov::cm_id* h, const response& event) {
+  const std::lock_guard lock(mutex_);
+  schedule(as<id>(h), {event});
+}
+
+prov::cm_id* fake_provider::incoming(prov::cm_id* listener_h, std::vector<std::uint8_t> pdata,
+                                     std::chrono::milliseconds delay) {
+  const std::lock_guard lock(mutex_);
+  auto* listener = as<id>(listener_h);
+  if (!alive(listener) || !listener->listening) {
+    violations_.emplace_back("incoming request on an id that is not listening");
+    return nullptr;
+  }
+  auto* born = new id;
+  born->owner = listener->owner;
+  born->context = listener->context;
+  born->listener = listener;
+  born->addr_requested = true;  // on the listener's device
+  ++born->owner->ids;
+  ids_.push_back(born);
+  schedule(born, {{cm_event_type::connect_request, 0, delay, std::move(pdata)}});
+  return handle<prov::cm_id>(born);
+}
+
+void fake_provider::forget_events(id* target) {
+  const auto about = [this, target](const cm_event& ev) {
+    auto* subject = as<id>(ev.id);
+    if (subject == target) return true;
+    // A listener's unread CONNECT_REQUESTs go with it.
+    return ev.type == cm_event_type::connect_request && alive(subject) &&
+           subject->listener == target;
+  };
+  std::vector<cm_event> dropped;
+  for (auto& [raw, ch] : channels_) {
+    auto taken = ch->queue.extract(about);
+    dropped.insert(dropped.end(), taken.begin(), taken.end());
+  }
+  for (auto it = delayed_.begin(); it != delayed_.end();) {
+    if (about(it->event)) {
+      dropped.push_back(it->event);
+      it = delayed_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // The kernel destroys the ids of requests nobody read (ucma_cleanup_ctx_events).
+  for (const auto& ev : dropped) {
+    auto* subject = as<id>(ev.id);
+    if (ev.type != cm_event_type::connect_request || subject == target || !alive(subject)) continue;
+    if (subject->has_qp) continue;  // cannot happen: nobody knew the id
+    --subject->owner->ids;
+    std::erase(ids_, subject);
+    delete subject;
+  }
+  for (id* i : ids_)
+    if (i->listener == target) i->listener = nullptr;
+}
+
+void fake_provider::record_sent(const char* call, prov::cm_id* h, const void* data,
+                                std::uint8_t len, const prov::conn_param& param) {
+  sent record{call, h, {}, param};
+  record.param.private_data = nullptr;
+  if (data != nullptr) {
+    const auto* bytes = static_cast<const std::uint8_t*>(data);
+    record.private_data.assign(bytes, bytes + len);
+  }
+  sent_.push_back(std::move(record));
 }
 
 void fake_provider::timer_loop() {
@@ -243,7 +370,18 @@ int fake_provider::event_channel_fd(const prov::event_channel* h) const noexcept
 }
 
 std::error_code fake_provider::get_cm_event(prov::event_channel* h, cm_event& out) {
-  return as<channel>(h)->queue.pop(out);
+  if (auto ec = as<channel>(h)->queue.pop(out)) return ec;  // may block: not under the mutex
+  const std::lock_guard lock(mutex_);
+  auto* subject = as<id>(out.id);
+  if (!alive(subject)) return {};
+  if (out.type == cm_event_type::connect_request) {
+    subject->request_read = true;
+    // rdma-core gives the new id its listener's context as the event is read.
+    if (context_at_read_ && subject->listener != nullptr)
+      subject->context = subject->listener->context;
+  }
+  if (context_at_read_) out.context = subject->context;
+  return {};
 }
 
 result<prov::cm_id*> fake_provider::create_id(prov::event_channel* h, std::uint64_t context) {
@@ -267,6 +405,7 @@ std::error_code fake_provider::destroy_id(prov::cm_id* h) noexcept {
     return sys(EINVAL);
   }
   if (i->has_qp) violations_.emplace_back("id destroyed before its QP");
+  forget_events(i);
   --i->owner->ids;
   ids_.erase(it);
   delete i;
@@ -291,6 +430,107 @@ std::error_code fake_provider::resolve_route(prov::cm_id* h, int /*timeout_ms*/)
 
 prov::device* fake_provider::id_device(const prov::cm_id* h) const noexcept {
   return as<const id>(h)->addr_requested ? dev_ : nullptr;
+}
+
+// ---- provider: connection lifecycle ----------------------------------------
+
+std::error_code fake_provider::bind_addr(prov::cm_id* h, const sockaddr* addr) {
+  if (auto ec = enter("bind_addr")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (i->port != 0 || addr == nullptr) return sys(EINVAL);
+  std::uint16_t port = 0;
+  if (addr->sa_family == AF_INET)
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+  else if (addr->sa_family == AF_INET6)
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
+  else
+    return sys(EAFNOSUPPORT);
+  i->port = port != 0 ? port : next_port_++;
+  i->addr_requested = true;  // bound to the device
+  return {};
+}
+
+std::error_code fake_provider::listen(prov::cm_id* h, int /*backlog*/) {
+  if (auto ec = enter("listen")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (i->port == 0) return sys(EINVAL);
+  i->listening = true;
+  return {};
+}
+
+std::uint16_t fake_provider::local_port(const prov::cm_id* h) const noexcept {
+  const std::lock_guard lock(mutex_);
+  return as<const id>(h)->port;
+}
+
+std::error_code fake_provider::connect(prov::cm_id* h, const prov::conn_param& param) {
+  if (auto ec = enter("connect")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (i->listener != nullptr || i->listening || !i->addr_requested) return sys(EINVAL);
+  if (param.private_data_len > prov::max_connect_private_data) return sys(EINVAL);
+  record_sent("connect", h, param.private_data, param.private_data_len, param);
+  schedule(i, connect_events_);
+  return {};
+}
+
+std::error_code fake_provider::accept(prov::cm_id* h, const prov::conn_param& param) {
+  if (auto ec = enter("accept")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (!i->request_read || i->rejected) return sys(EINVAL);  // not an incoming request
+  if (param.private_data_len > prov::max_accept_private_data) return sys(EINVAL);
+  record_sent("accept", h, param.private_data, param.private_data_len, param);
+  schedule(i, accept_events_);
+  return {};
+}
+
+std::error_code fake_provider::reject(prov::cm_id* h, const void* data, std::uint8_t len) {
+  if (auto ec = enter("reject")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (!i->request_read || i->rejected) return sys(EINVAL);
+  if (len > prov::max_reject_private_data) return sys(EINVAL);
+  i->rejected = true;
+  record_sent("reject", h, data, len, {});
+  return {};
+}
+
+std::error_code fake_provider::disconnect(prov::cm_id* h) {
+  if (auto ec = enter("disconnect")) return ec;
+  const std::lock_guard lock(mutex_);
+  schedule(as<id>(h), disconnect_events_);
+  return {};
+}
+
+std::error_code fake_provider::migrate_id(prov::cm_id* h, prov::event_channel* to_h) {
+  if (auto ec = enter("migrate_id")) return ec;
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  auto found = channels_.find(as<channel>(to_h));
+  if (found == channels_.end()) return sys(EINVAL);
+  const std::shared_ptr<channel> to = found->second;
+  const std::shared_ptr<channel> from = channels_.at(i->owner);
+  if (to == from) return {};
+  // rdma_migrate_id moves the id's queued events with it (ucma_move_events).
+  const auto ours = [h](const cm_event& ev) {
+    return ev.id == h && ev.type != cm_event_type::connect_request;
+  };
+  for (const auto& ev : from->queue.extract(ours)) push(to, ev);
+  for (auto& pending : delayed_)
+    if (ours(pending.event)) pending.target = to;
+  --from->ids;
+  ++to->ids;
+  i->owner = to.get();
+  return {};
+}
+
+void fake_provider::set_context(prov::cm_id* h, std::uint64_t context) noexcept {
+  (void)enter("set_context");
+  const std::lock_guard lock(mutex_);
+  as<id>(h)->context = context;
 }
 
 // ---- provider: verbs -------------------------------------------------------

@@ -28,6 +28,7 @@ class fake_provider final : public prov::provider {
     prov::cm_event_type type;
     int status = 0;
     std::chrono::milliseconds delay{0};
+    std::vector<std::uint8_t> private_data{};  ///< carried by the event (ESTABLISHED, ...)
   };
 
   fake_provider();
@@ -42,6 +43,26 @@ class fake_provider final : public prov::provider {
   void on_resolve_route(std::vector<response> events);
   /// Queues an event for `id` now, as the provider would.
   void deliver(prov::cm_id* id, prov::cm_event_type type, int status = 0);
+  /// Queues a scripted event (private data, delay) for `id`.
+  void deliver(prov::cm_id* id, const response& event);
+
+  // Lifecycle. Events each connect / accept / disconnect call produces on the
+  // calling id (defaults: ESTABLISHED, ESTABLISHED, DISCONNECTED at once; an
+  // empty list: nothing). reject, bind_addr, listen and migrate_id produce none.
+  void on_connect(std::vector<response> events);
+  void on_accept(std::vector<response> events);
+  void on_disconnect(std::vector<response> events);
+  /// A client's CONNECT_REQUEST arrives at listening `listener`: a new id is
+  /// born on the listener's channel with the listener's context (read when the
+  /// event is read, as rdma-core does) and the event, carrying
+  /// `private_data`, is queued there (after `delay`). Returns the new id.
+  /// Destroying the listener before the event is read destroys the new id too,
+  /// as the kernel does. Not a provider call: not in the call log.
+  prov::cm_id* incoming(prov::cm_id* listener, std::vector<std::uint8_t> private_data = {},
+                        std::chrono::milliseconds delay = {});
+  /// Contexts are read when the event is read (rdma-core; default) or, with
+  /// `false`, stamped when it is queued (as a provider copying them early would).
+  void context_at_read(bool at_read);
 
   // ---- inspection ----------------------------------------------------------
   /// Every call made, in order ("create_cq", "destroy_id", ...).
@@ -66,6 +87,21 @@ class fake_provider final : public prov::provider {
     prov::qp_config config;
   };
   [[nodiscard]] std::unique_ptr<qp_info> qp_of(const prov::cm_id* id) const;
+  /// What one connect / accept / reject call was given.
+  struct sent {
+    std::string call;  ///< "connect", "accept" or "reject"
+    prov::cm_id* id = nullptr;
+    std::vector<std::uint8_t> private_data;
+    prov::conn_param param;  ///< private_data pointer cleared
+  };
+  /// Every successful connect / accept / reject, in order.
+  [[nodiscard]] std::vector<sent> sent_data() const;
+  /// The channel `id` is on now (nullptr if the id is unknown).
+  [[nodiscard]] prov::event_channel* channel_of(const prov::cm_id* id) const;
+  /// The context `id` has now.
+  [[nodiscard]] std::uint64_t context_of(const prov::cm_id* id) const;
+  /// Events queued (not delayed) on `channel`.
+  [[nodiscard]] std::size_t queued(const prov::event_channel* channel) const;
 
   // ---- provider ------------------------------------------------------------
   const char* name() const noexcept override { return "fake"; }
@@ -80,6 +116,15 @@ class fake_provider final : public prov::provider {
   std::error_code resolve_addr(prov::cm_id* id, const sockaddr* dst, int timeout_ms) override;
   std::error_code resolve_route(prov::cm_id* id, int timeout_ms) override;
   prov::device* id_device(const prov::cm_id* id) const noexcept override;
+  std::error_code bind_addr(prov::cm_id* id, const sockaddr* addr) override;
+  std::error_code listen(prov::cm_id* id, int backlog) override;
+  std::uint16_t local_port(const prov::cm_id* id) const noexcept override;
+  std::error_code connect(prov::cm_id* id, const prov::conn_param& param) override;
+  std::error_code accept(prov::cm_id* id, const prov::conn_param& param) override;
+  std::error_code reject(prov::cm_id* id, const void* private_data, std::uint8_t len) override;
+  std::error_code disconnect(prov::cm_id* id) override;
+  std::error_code migrate_id(prov::cm_id* id, prov::event_channel* channel) override;
+  void set_context(prov::cm_id* id, std::uint64_t context) noexcept override;
   result<prov::pd*> alloc_pd(prov::device* dev) override;
   std::error_code dealloc_pd(prov::pd* pd) noexcept override;
   result<prov::comp_channel*> create_comp_channel(prov::device* dev) override;
@@ -109,6 +154,12 @@ class fake_provider final : public prov::provider {
   std::error_code enter(const char* call);
   void violation(std::string what);
   void schedule(id* target, const std::vector<response>& events);
+  // Called with the mutex held: drops what is queued or delayed for `target`
+  // (and, for a listener, the requests it has not handed out yet).
+  void forget_events(id* target);
+  void record_sent(const char* call, prov::cm_id* h, const void* data, std::uint8_t len,
+                   const prov::conn_param& param);
+  [[nodiscard]] bool alive(const id* i) const;
   void push(const std::shared_ptr<channel>& target, const prov::cm_event& event);
   void timer_loop();
 
@@ -121,6 +172,12 @@ class fake_provider final : public prov::provider {
   std::map<std::string, std::map<int, int>> failures_;  // call -> (count at which) -> errno
   std::vector<response> addr_events_;
   std::vector<response> route_events_;
+  std::vector<response> connect_events_;
+  std::vector<response> accept_events_;
+  std::vector<response> disconnect_events_;
+  std::vector<sent> sent_;
+  bool context_at_read_ = true;
+  std::uint16_t next_port_ = 20000;
   std::map<channel*, std::shared_ptr<channel>> channels_;
   std::vector<id*> ids_;
   std::set<pd_obj*> pds_;
