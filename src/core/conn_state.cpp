@@ -182,7 +182,7 @@ void conn_state::note(const provider::cm_event& event) {
       // leaves this to the program's rpma_conn_disconnect after CLOSED, which
       // stays harmless (sent once).
       closed = true;
-      if (!disconnect_sent && id != nullptr) {
+      if (phase == conn_phase::connected && !disconnect_sent && id != nullptr) {
         if (const auto ec = prov().disconnect(id))
           ARPMA_LOG(log_level::debug, "answering a disconnect: %s", ec.message().c_str());
         disconnect_sent = true;

@@ -33,6 +33,7 @@ struct fake_provider::id {
   id* listener = nullptr;     // born from a CONNECT_REQUEST of this listener...
   bool request_read = false;  // ...which has been read
   bool rejected = false;
+  bool peer_disconnected = false;  // a DISCONNECTED was scripted for it (the peer's DREQ)
   bool has_qp = false;
   prov::qp_config qp;
   pd_obj* qp_pd = nullptr;
@@ -246,11 +247,13 @@ void fake_provider::schedule(id* target, const std::vector<response>& events) {
 
 void fake_provider::deliver(prov::cm_id* h, cm_event_type type, int status) {
   const std::lock_guard lock(mutex_);
+  if (type == cm_event_type::disconnected) as<id>(h)->peer_disconnected = true;
   schedule(as<id>(h), {{type, status}});
 }
 
 void fake_provider::deliver(prov::cm_id* h, const response& event) {
   const std::lock_guard lock(mutex_);
+  if (event.type == cm_event_type::disconnected) as<id>(h)->peer_disconnected = true;
   schedule(as<id>(h), {event});
 }
 
@@ -501,7 +504,9 @@ std::error_code fake_provider::reject(prov::cm_id* h, const void* data, std::uin
 std::error_code fake_provider::disconnect(prov::cm_id* h) {
   if (auto ec = enter("disconnect")) return ec;
   const std::lock_guard lock(mutex_);
-  schedule(as<id>(h), disconnect_events_);
+  // Answering the peer's DREQ (a DREP) ends the connection without a second
+  // DISCONNECTED, as in rdma_cm; only a disconnect we start produces one.
+  if (!as<id>(h)->peer_disconnected) schedule(as<id>(h), disconnect_events_);
   return {};
 }
 
