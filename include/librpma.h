@@ -459,10 +459,10 @@ int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr);
 int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd);
 
 /*
- * rpma_cq_get_fd -- the fd of the CQ's completion channel.
+ * rpma_cq_get_fd -- the fd of the CQ's completion channel (the shared one
+ * when the connection's CQs share a channel: the same fd for both).
  *
- * RETURN VALUE: 0, or RPMA_E_INVAL (cq or fd is NULL), RPMA_E_SHARED_CHANNEL
- * (the connection shares one channel: use rpma_conn_get_compl_fd).
+ * RETURN VALUE: 0, or RPMA_E_INVAL (cq or fd is NULL).
  */
 int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd);
 

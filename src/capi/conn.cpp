@@ -73,9 +73,11 @@ int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
   if (cq == nullptr || fd == nullptr) return RPMA_E_INVAL;
   const auto* state = cq->owner->cxx.state();
   if (state == nullptr) return RPMA_E_INVAL;
-  if (state->shared_channel != nullptr) return RPMA_E_SHARED_CHANNEL;
+  // As librpma: with a shared channel, that channel's fd for either CQ.
   const auto& queue = cq->receive ? state->rcq : state->cq;
-  *fd = state->prov().comp_channel_fd(queue.own_channel);
+  const auto* channel =
+      state->shared_channel != nullptr ? state->shared_channel : queue.own_channel;
+  *fd = state->prov().comp_channel_fd(channel);
   return 0;
 }
 

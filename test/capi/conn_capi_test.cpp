@@ -412,7 +412,8 @@ TEST_F(conn_capi, no_rcq_without_rcq_size) {
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
 }
 
-TEST_F(conn_capi, a_shared_channel_has_one_fd_and_no_cq_fd) {
+// librpma (§2.3): with a shared channel each CQ reports the shared fd.
+TEST_F(conn_capi, a_shared_channel_is_the_fd_of_both_cqs) {
   ASSERT_EQ(rpma_conn_cfg_set_rcq_size(cfg, 5), 0);
   ASSERT_EQ(rpma_conn_cfg_set_compl_channel(cfg, true), 0);
   rpma_conn* conn = connected();
@@ -424,9 +425,11 @@ TEST_F(conn_capi, a_shared_channel_has_one_fd_and_no_cq_fd) {
   ASSERT_EQ(rpma_conn_get_cq(conn, &cq), 0);
   ASSERT_EQ(rpma_conn_get_rcq(conn, &rcq), 0);
   int cq_fd = -1;
-  EXPECT_EQ(rpma_cq_get_fd(cq, &cq_fd), RPMA_E_SHARED_CHANNEL);
-  EXPECT_EQ(rpma_cq_get_fd(rcq, &cq_fd), RPMA_E_SHARED_CHANNEL);
-  EXPECT_EQ(cq_fd, -1);
+  ASSERT_EQ(rpma_cq_get_fd(cq, &cq_fd), 0);
+  EXPECT_EQ(cq_fd, fd);
+  cq_fd = -1;
+  ASSERT_EQ(rpma_cq_get_fd(rcq, &cq_fd), 0);
+  EXPECT_EQ(cq_fd, fd);
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
 }
 
