@@ -43,6 +43,12 @@ inline std::string text(std::span<const std::uint8_t> data) {
   return s.substr(0, s.find('\0'));
 }
 
+// What a server that is not listening yet looks like to async_connect:
+// REJECTED (rdma_cm over InfiniBand) or UNREACHABLE (the soft provider, iWARP).
+inline bool not_listening_yet(std::error_code ec) {
+  return ec == std::errc::connection_refused || ec == std::errc::host_unreachable;
+}
+
 struct args {
   std::string addr;
   std::string port;

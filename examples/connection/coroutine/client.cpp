@@ -41,12 +41,6 @@ bool failed(const char* step, std::error_code ec, const example::deadline& dl) {
   return false;
 }
 
-// What a server that is not listening yet looks like: REJECTED (rdma_cm over
-// InfiniBand) or UNREACHABLE (iWARP, RoCE without a listener, the soft provider).
-bool not_listening_yet(std::error_code ec) {
-  return ec == std::errc::connection_refused || ec == std::errc::host_unreachable;
-}
-
 // One attempt: a request to the server, then connect. An empty connection
 // and the error when it did not work.
 asio::awaitable<std::pair<std::error_code, arpma::connection>> try_connect(const arpma::peer& peer,
@@ -78,7 +72,7 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
       if (attempt > 1) std::printf("client: server answered on attempt %d\n", attempt);
       break;
     }
-    if (!not_listening_yet(ec) || std::chrono::steady_clock::now() > give_up)
+    if (!example::not_listening_yet(ec) || std::chrono::steady_clock::now() > give_up)
       co_return failed("connecting", ec, dl);
     if (attempt == 1)
       std::printf("client: server not there yet (%s), retrying for up to 5 s\n",
