@@ -68,8 +68,9 @@ class client {
   }
 
   void retry_or_fail(std::error_code ec) {
-    if (!example::not_listening_yet(ec) || std::chrono::steady_clock::now() > give_up_)
-      return fail("connecting", ec);
+    if (!example::not_listening_yet(ec)) return fail("connecting", ec);
+    if (std::chrono::steady_clock::now() > give_up_)
+      return fail("connecting (no server after 5 s of retries)", ec);
     if (attempts_ == 1)
       std::printf("client: server not there yet (%s), retrying for up to 5 s\n",
                   ec.message().c_str());

@@ -72,8 +72,9 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
       if (attempt > 1) std::printf("client: server answered on attempt %d\n", attempt);
       break;
     }
-    if (!example::not_listening_yet(ec) || std::chrono::steady_clock::now() > give_up)
-      co_return failed("connecting", ec, dl);
+    if (!example::not_listening_yet(ec)) co_return failed("connecting", ec, dl);
+    if (std::chrono::steady_clock::now() > give_up)
+      co_return failed("connecting (no server after 5 s of retries)", ec, dl);
     if (attempt == 1)
       std::printf("client: server not there yet (%s), retrying for up to 5 s\n",
                   ec.message().c_str());
