@@ -22,7 +22,10 @@
 #include <time.h>
 
 static int fail(const char* step, int ret) {
-  printf("client: %s failed: %s\n", step, err_text(ret));
+  if (ret == EXAMPLE_TIMED_OUT)
+    printf("client: %s: nothing heard for 10 s, giving up\n", step);
+  else
+    printf("client: %s failed: %s\n", step, rpma_err_2str(ret));
   return -1;
 }
 

@@ -88,7 +88,3 @@ const char* pdata_text(const struct rpma_conn_private_data* pdata, char* buf, si
   buf[len] = '\0';
   return buf;
 }
-
-const char* err_text(int ret) {
-  return ret == EXAMPLE_TIMED_OUT ? "nothing heard for 10 s, giving up" : rpma_err_2str(ret);
-}

@@ -49,7 +49,4 @@ int next_event(struct rpma_conn* conn, int timeout_ms, enum rpma_conn_event* eve
  * so it stops at the first NUL or at the end. */
 const char* pdata_text(const struct rpma_conn_private_data* pdata, char* buf, size_t size);
 
-/* The words for a failed call: librpma's error text or "nothing heard for 10 s". */
-const char* err_text(int ret);
-
 #endif /* CONNECTION_EXAMPLE_COMMON_H */

@@ -16,9 +16,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int fail(const char* step, int ret) {
-  printf("server: %s failed: %s\n", step, err_text(ret));
+  if (ret == EXAMPLE_TIMED_OUT)
+    printf("server: %s: nothing heard for 10 s, giving up\n", step);
+  else
+    printf("server: %s failed: %s\n", step, rpma_err_2str(ret));
   return -1;
 }
 
@@ -109,7 +113,9 @@ int main(int argc, char* argv[]) {
     printf("server: cannot listen on %s:%s: %s\n", addr, port, rpma_err_2str(ret));
     goto out_peer_delete;
   }
-  printf("server: listening on %s:%s\n", addr, port);
+  /* librpma's API has no getter for the port "0" picked. */
+  printf("server: listening on %s:%s%s\n", addr, port,
+         strcmp(port, "0") == 0 ? " (a free port; the C API cannot tell which)" : "");
 
   failed = 0;
   for (int i = 0; i < count && !failed; ++i) failed = serve_one(ep) != 0;
