@@ -28,10 +28,14 @@ fixed_port=${4:-}
 limit=30 # seconds per process; each side gives up by itself after 10 s of silence
 
 tmp=$(mktemp -d)
+# On any exit, stops a side still running (only when the script itself fails
+# early or is interrupted).
+# shellcheck disable=SC2317 # invoked by the trap
 cleanup() {
-  local pids
-  pids=$(jobs -p)
-  if [[ -n "${pids}" ]]; then kill ${pids} 2>/dev/null; fi
+  local f
+  for f in "${tmp}"/*.pid; do
+    if [[ -f "${f}" ]]; then kill "$(cat "${f}")" 2>/dev/null; fi
+  done
   rm -rf "${tmp}"
 }
 trap cleanup EXIT
@@ -52,13 +56,18 @@ pick_port() {
 
 # run_side NAME BIN PORT: runs BIN ADDR PORT under `timeout`; its output goes
 # to $tmp/NAME.out, and to stdout prefixed "NAME |" (the program's own
-# "NAME: " dropped); its exit status to $tmp/NAME.rc.
+# "NAME: " dropped); its pid to $tmp/NAME.pid, its exit status to $tmp/NAME.rc.
 run_side() {
-  local name=$1 bin=$2 port=$3 line
+  local name=$1 bin=$2 port=$3 line pid rc
   rm -f "${tmp}/${name}.out" "${tmp}/${name}.rc"
   {
-    timeout "${limit}" "${bin}" "${addr}" "${port}" 2>&1
-    echo $? >"${tmp}/${name}.rc"
+    timeout "${limit}" "${bin}" "${addr}" "${port}" 2>&1 &
+    pid=$!
+    echo "${pid}" >"${tmp}/${name}.pid"
+    wait "${pid}"
+    rc=$?
+    rm -f "${tmp}/${name}.pid"
+    echo "${rc}" >"${tmp}/${name}.rc"
   } | while IFS= read -r line; do
     printf '%s\n' "${line}" >>"${tmp}/${name}.out"
     printf '%s | %s\n' "${name}" "${line#"${name}: "}"
@@ -103,20 +112,20 @@ wait "${client_job}"
 wait "${server_job}"
 
 status=0
-check() { # what condition
-  if ! eval "$2"; then
-    echo "FAILED: $1"
-    status=1
-  fi
+fail() {
+  echo "FAILED: $*"
+  status=1
 }
-check "server exited with $(cat "${tmp}/server.rc" 2>/dev/null || echo '?')" \
-  '[[ "$(cat "${tmp}/server.rc" 2>/dev/null)" == 0 ]]'
-check "client exited with $(cat "${tmp}/client.rc" 2>/dev/null || echo '?')" \
-  '[[ "$(cat "${tmp}/client.rc" 2>/dev/null)" == 0 ]]'
-check "the server did not hear \"hello from client\"" \
-  'grep -q "private data \"hello from client\"" "${tmp}/server.out" 2>/dev/null'
-check "the client did not hear \"hello from server\"" \
-  'grep -q "private data \"hello from server\"" "${tmp}/client.out" 2>/dev/null'
+server_rc=$(cat "${tmp}/server.rc" 2>/dev/null || echo '?')
+client_rc=$(cat "${tmp}/client.rc" 2>/dev/null || echo '?')
+if [[ "${server_rc}" != 0 ]]; then fail "server exited with ${server_rc}"; fi
+if [[ "${client_rc}" != 0 ]]; then fail "client exited with ${client_rc}"; fi
+if ! grep -q 'private data "hello from client"' "${tmp}/server.out" 2>/dev/null; then
+  fail 'the server did not hear "hello from client"'
+fi
+if ! grep -q 'private data "hello from server"' "${tmp}/client.out" 2>/dev/null; then
+  fail 'the client did not hear "hello from server"'
+fi
 if [[ ${status} -eq 0 ]]; then
   echo "OK: both exited 0, each heard the other's hello (${addr}:${port})"
 fi
