@@ -372,8 +372,7 @@ int rpma_ep_next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
  * C++: arpma::conn_req::async_connect().
  */
 int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
-                          const struct rpma_conn_private_data* pdata,
-                          struct rpma_conn** conn_ptr);
+                          const struct rpma_conn_private_data* pdata, struct rpma_conn** conn_ptr);
 
 /*
  * rpma_conn_req_get_private_data -- the private data an incoming request

@@ -154,7 +154,7 @@ result<provider::cm_event> cm_channel::read_now() {
   return event;
 }
 
-std::error_code cm_channel::set_blocking(bool blocking) noexcept {
+std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
   const int flags = ::fcntl(fd(), F_GETFL);
   if (flags < 0) return {errno, std::system_category()};
   const int wanted = blocking ? (flags & ~O_NONBLOCK) : (flags | O_NONBLOCK);

@@ -46,7 +46,7 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   /// pending (EAGAIN, or ENODATA as librpma knew it).
   result<provider::cm_event> read_now();
   /// Makes the fd blocking (librpma's default, which C programs expect) or not.
-  std::error_code set_blocking(bool blocking) noexcept;
+  std::error_code set_blocking(bool blocking) const noexcept;
 
   /// A fresh token to create an id with.
   [[nodiscard]] std::uint64_t reserve_token() noexcept { return next_token_++; }

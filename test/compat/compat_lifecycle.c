@@ -116,13 +116,10 @@ static void say_pdata(const char* name, int ret, const struct rpma_conn_private_
 }
 
 /*
- * the queues of a connection: qp number, CQ, receive CQ, completion fds. shared: the
- * connection's cfg had a shared completion channel -- then rpma_cq_get_fd is not checked:
- * librpma 1.2 returns 0 and the shared channel's fd (cq->channel->fd) while arpma returns
- * RPMA_E_SHARED_CHANNEL, a difference docs/compatibility.md does not list (reported to the
- * lead; put the check back once it is settled).
+ * the queues of a connection: qp number, CQ, receive CQ, completion fds (with a shared
+ * completion channel, rpma_cq_get_fd gives the shared channel's fd for both CQs).
  */
-static void say_queues(struct rpma_conn* conn, int shared) {
+static void say_queues(struct rpma_conn* conn) {
   uint32_t qp = SENTINEL_U32;
   int ret = rpma_conn_get_qp_num(conn, &qp);
   say("conn_get_qp_num", "ret=%s non-zero=%s", ret_name(ret),
@@ -136,7 +133,6 @@ static void say_queues(struct rpma_conn* conn, int shared) {
   int fd = SENTINEL_INT;
   ret = rpma_conn_get_compl_fd(conn, &fd);
   say_fd("conn_get_compl_fd", ret, fd);
-  if (shared) return;
   if (cq != SENTINEL_PTR && cq != NULL) {
     fd = SENTINEL_INT;
     ret = rpma_cq_get_fd(cq, &fd);
@@ -246,7 +242,7 @@ static int server(const char* addr, int sync_fd) {
       pd.len = SENTINEL_BYTE;
       ret = rpma_conn_get_private_data(conn, &pd);
       say_pdata("conn_get_private_data (the client's)", ret, &pd, CLIENT_HELLO);
-      say_queues(conn, 0);
+      say_queues(conn);
       say_nonblocking_event("next_event on a non-blocking fd, nothing pending", conn);
       tell(sync_fd, 'E');
       say_event("next_event after the client disconnected", conn);
@@ -285,7 +281,7 @@ static int server(const char* addr, int sync_fd) {
         ptr_state(req), ptr_state(conn));
     if (ret == 0) {
       say_event("next_event (third)", conn);
-      say_queues(conn, 1);
+      say_queues(conn);
       say_ret("conn_disconnect (first)", rpma_conn_disconnect(conn));
       say_event("next_event after disconnecting", conn);
       ret = rpma_conn_delete(&conn);
@@ -384,7 +380,7 @@ static void client(const char* addr, int sync_fd) {
     struct rpma_conn_private_data pd = {SENTINEL_PTR, SENTINEL_BYTE};
     int ret = rpma_conn_get_private_data(conn, &pd);
     say_pdata("conn_get_private_data (the server's)", ret, &pd, SERVER_HELLO);
-    say_queues(conn, 1);
+    say_queues(conn);
     say_nonblocking_event("next_event on a non-blocking fd, nothing pending", conn);
     c = await(sync_fd); /* the server's checks of the live connection are done */
     say("server done with the live connection", "%s", c == 'E' ? "yes" : "no");
@@ -417,7 +413,7 @@ static void client(const char* addr, int sync_fd) {
     int ret = rpma_conn_get_private_data(conn, &pd);
     say("conn_get_private_data (none sent by the server)", "ret=%s ptr=%s", ret_name(ret),
         pd.ptr == NULL ? "NULL" : (pd.ptr == SENTINEL_PTR ? "untouched" : "set"));
-    say_queues(conn, 0);
+    say_queues(conn);
     say_event("next_event after the server disconnected", conn);
     say_ret("conn_disconnect (after CLOSED)", rpma_conn_disconnect(conn));
     ret = rpma_conn_delete(&conn);
