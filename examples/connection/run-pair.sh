@@ -5,7 +5,7 @@
 #
 # usage: run-pair.sh [--client-first] <server-bin> <client-bin> [addr [port]]
 #
-# addr defaults to 127.0.0.1. Without a port, a free one in 20000-32767 is
+# addr defaults to $ARPMA_TEST_ADDR, else 127.0.0.1. Without a port, a free one in 20000-32767 is
 # picked at random (the C server cannot report what port 0 chose), and
 # another one tried if the server cannot listen on it. --client-first starts
 # the client, then the server 1 s later: the client must get through by
@@ -23,7 +23,7 @@ if [[ $# -lt 2 || $# -gt 4 ]]; then
 fi
 server_bin=$1
 client_bin=$2
-addr=${3:-127.0.0.1}
+addr=${3:-${ARPMA_TEST_ADDR:-127.0.0.1}}
 fixed_port=${4:-}
 limit=30 # seconds per process; each side gives up by itself after 10 s of silence
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs inside the Soft-RoCE guest: the integration tests and the conn_req_new
-# examples of the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0),
+# Runs inside the Soft-RoCE guest: the integration tests and the examples of
+# the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0),
 # and the librpma 1.2 comparison of test/compat/.
 #
 #   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default
@@ -37,6 +37,9 @@ step() {
 
 examples=$build/examples/conn_req_new
 step "ctest -L integration" ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure
+# The connection examples, server and client as two processes, every flavour (run-pair.sh
+# takes the address from ARPMA_TEST_ADDR).
+step "ctest -L examples" ctest --test-dir "$build" -L examples --no-tests=error --output-on-failure
 step "conn_req_new_c" "$examples/conn_req_new_c" "$RXE_VM_IP" 7204
 step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 100
 # Differential test against Debian's librpma 1.2: the programs of $build/test/compat (built on
