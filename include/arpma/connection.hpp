@@ -39,6 +39,10 @@ void start_disconnect(conn_state* state, disconnect_handler handler);
 /// reverse order (QP, RCQ, CQ, completion channels, id) without waiting for
 /// the peer — call async_disconnect first for an orderly close.
 ///
+/// It keeps no work in the io_context by itself (run() returns when nothing
+/// waits); events arriving meanwhile are read by the next wait on the loop. A
+/// peer's disconnect is answered (rdma_disconnect) as soon as it is read.
+///
 /// Not thread-safe: use it, and run its operations, on the thread (or strand)
 /// of the io_context it was made on. Operations in flight complete with
 /// asio::error::operation_aborted when the connection is closed or destroyed.

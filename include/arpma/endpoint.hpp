@@ -28,6 +28,10 @@ void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler h
 /// once, so no event of a pending request is ever read as the endpoint's —
 /// and wait in a queue for async_next_conn_req.
 ///
+/// Like an Asio acceptor, it keeps no work in the io_context by itself: a
+/// request arriving while nobody waits stays in the event channel until the
+/// next async_next_conn_req (or any arpma wait on the loop) reads it.
+///
 /// Not thread-safe: use it on the thread (or strand) of its io_context.
 /// Move-only; destroying it is shutdown(): requests not yet handed out are
 /// rejected, operations in flight complete with operation_aborted;

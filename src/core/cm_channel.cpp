@@ -105,19 +105,24 @@ cm_channel::~cm_channel() {
 
 int cm_channel::fd() const noexcept { return prov_.event_channel_fd(native_); }
 
-void cm_channel::attach(std::uint64_t token, cm_event_sink* sink) {
-  sinks_[token] = sink;
+void cm_channel::attach(std::uint64_t token, cm_event_sink* sink) { sinks_[token] = sink; }
+
+void cm_channel::detach(std::uint64_t token) noexcept { sinks_.erase(token); }
+
+void cm_channel::hold() {
+  ++holds_;
   watch();
 }
 
-void cm_channel::detach(std::uint64_t token) noexcept {
-  sinks_.erase(token);
-  if (sinks_.empty() && watching_ && descriptor_) descriptor_->cancel();
+void cm_channel::release() noexcept {
+  if (holds_ > 0) --holds_;
+  if (holds_ == 0 && watching_ && descriptor_) descriptor_->cancel();
 }
 
 void cm_channel::shutdown() noexcept {
   closed_ = true;
   sinks_.clear();
+  holds_ = 0;
   release_descriptor();
 }
 
@@ -128,14 +133,14 @@ void cm_channel::release_descriptor() noexcept {
 }
 
 void cm_channel::watch() {
-  if (watching_ || closed_ || sinks_.empty()) return;
+  if (watching_ || closed_ || holds_ == 0) return;
   if (!descriptor_) descriptor_.emplace(ex_, fd());
   watching_ = true;
   descriptor_->async_wait(asio::posix::stream_descriptor::wait_read,
                           [self = shared_from_this()](const std::error_code& ec) {
                             self->watching_ = false;
                             if (!ec) self->drain();
-                            if (self->sinks_.empty())
+                            if (self->holds_ == 0)
                               self->release_descriptor();
                             else
                               self->watch();

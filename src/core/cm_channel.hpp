@@ -24,8 +24,10 @@ class cm_event_sink {
 /// One provider event channel, shared by any number of cm ids. Each id is
 /// created with a token as its context; an event is routed by that token, so
 /// an event for an id whose owner has gone is dropped, never misdelivered.
-/// The descriptor is watched only while some sink is attached, so an idle
-/// channel keeps no io_context busy. Use from one thread (the io_context's).
+/// The descriptor is watched only while some operation waits (holds the
+/// channel), so io_context::run returns when arpma has nothing in flight, as
+/// with any Asio I/O object; events arriving meanwhile stay in the channel
+/// until the next wait reads them. Use from one thread (the io_context's).
 class cm_channel : public std::enable_shared_from_this<cm_channel> {
  public:
   static result<std::shared_ptr<cm_channel>> create(provider::provider& prov,
@@ -50,10 +52,14 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
 
   /// A fresh token to create an id with.
   [[nodiscard]] std::uint64_t reserve_token() noexcept { return next_token_++; }
-  /// Routes events with `token` to `sink` and starts watching the fd.
+  /// Routes events with `token` to `sink`.
   void attach(std::uint64_t token, cm_event_sink* sink);
-  /// Stops routing `token`; stops watching when nothing is attached.
+  /// Stops routing `token`.
   void detach(std::uint64_t token) noexcept;
+  /// An operation starts waiting: watch the fd.
+  void hold();
+  /// It stopped: stop watching once nobody holds the channel.
+  void release() noexcept;
   /// Drops the descriptor for good (the io_context is going away).
   void shutdown() noexcept;
 
@@ -68,6 +74,7 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   std::optional<asio::posix::stream_descriptor> descriptor_;
   std::unordered_map<std::uint64_t, cm_event_sink*> sinks_;
   std::uint64_t next_token_ = 1;
+  std::size_t holds_ = 0;
   bool watching_ = false;
   bool closed_ = false;
 };

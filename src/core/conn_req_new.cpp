@@ -138,6 +138,7 @@ class conn_req_new_op final : public cm_event_sink,
     }
     req_->id = id.value();
     ch.attach(req_->token, this);
+    ch.hold();
     arm_deadline();
     if (auto endpoint = numeric_endpoint(addr_, port_)) return resolve_addr(*endpoint);
     stage_ = stage::name;
@@ -206,7 +207,10 @@ class conn_req_new_op final : public cm_event_sink,
     if (resolver_) resolver_->cancel();
     conn_req result;
     if (req_) {
-      if (req_->channel) req_->channel->detach(req_->token);
+      if (req_->channel) {
+        req_->channel->detach(req_->token);
+        req_->channel->release();
+      }
       if (ec)
         req_.reset();  // reverse-order teardown
       else

@@ -187,6 +187,7 @@ class next_conn_req_op final : public parked_op<next_conn_req_op, conn_req>, pub
     constexpr auto all = asio::cancellation_type::terminal | asio::cancellation_type::partial |
                          asio::cancellation_type::total;
     park(all);
+    hold(state_->channel);
     state_->watch(shared_from_this());
     poke();
   }

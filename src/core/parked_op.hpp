@@ -3,6 +3,7 @@
 
 #include "arpma/error.hpp"
 #include "core/asio.hpp"
+#include "core/cm_channel.hpp"
 #include "core/error_internal.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -66,7 +67,9 @@ class parked_op : public std::enable_shared_from_this<Derived> {
  protected:
   parked_op(asio::any_io_executor ex, handler_type handler)
       : ex_(std::move(ex)), handler_(std::move(handler)), timer_(ex_) {}
-  ~parked_op() = default;
+  ~parked_op() {
+    if (held_) held_->release();
+  }
 
   /// Holds the operation until `complete`; hooks cancellation of the
   /// `honoured` types.
@@ -84,9 +87,19 @@ class parked_op : public std::enable_shared_from_this<Derived> {
     });
   }
 
+  /// Keeps `channel` watched until completion: the loop reads events while
+  /// the operation waits, and only then.
+  void hold(std::shared_ptr<cm_channel> channel) {
+    if (held_ == channel) return;
+    if (held_) held_->release();
+    held_ = std::move(channel);
+    held_->hold();
+  }
+
   void complete(const std::error_code& ec, Results... results) {
     if (done_) return;
     done_ = true;
+    if (held_) std::exchange(held_, nullptr)->release();
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) slot.clear();
     timer_.cancel();
@@ -97,6 +110,7 @@ class parked_op : public std::enable_shared_from_this<Derived> {
   asio::any_io_executor ex_;
   handler_type handler_;
   asio::steady_timer timer_;
+  std::shared_ptr<cm_channel> held_;
   bool done_ = false;
 };
 

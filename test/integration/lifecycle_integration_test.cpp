@@ -124,6 +124,35 @@ TEST_F(lifecycle, coroutines_hello_each_way_then_client_disconnects) {
   EXPECT_EQ(server_saw, arpma::conn_event::closed);
 }
 
+TEST_F(lifecycle, run_returns_when_nothing_waits_even_with_an_endpoint_and_connections) {
+  auto ep = listen();
+  const auto port = std::to_string(ep.port());
+  arpma::connection server;
+  arpma::connection client;
+  ep.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req req) {
+    ASSERT_FALSE(ec);
+    req.async_connect({}, [&](std::error_code, arpma::connection c) { server = std::move(c); });
+  });
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, addr, port, {}, [&](std::error_code ec, arpma::conn_req req) {
+        ASSERT_FALSE(ec);
+        req.async_connect({}, [&](std::error_code, arpma::connection c) { client = std::move(c); });
+      });
+  run_until([&] { return server && client; });
+  // Like any Asio I/O object with nothing in flight: no work, so run() returns.
+  io.restart();
+  io.run_for(10s);
+  EXPECT_TRUE(io.stopped()) << "run() kept running with no operation in flight";
+  // What happened meanwhile waits in the channel for the next operation.
+  ASSERT_FALSE(client.disconnect());
+  bool closed = false;
+  server.async_next_event([&](std::error_code ec, arpma::conn_event ev) {
+    EXPECT_FALSE(ec);
+    closed = ev == arpma::conn_event::closed;
+  });
+  run_until([&] { return closed; });
+}
+
 TEST_F(lifecycle, callbacks_server_disconnects_first) {
   auto ep = listen();
   const auto port = std::to_string(ep.port());

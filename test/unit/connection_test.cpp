@@ -438,8 +438,24 @@ TEST_F(connection_test, disconnect_completes_when_the_peer_disconnected_first) {
   auto conn = connected();
   fake.deliver(id(), event::disconnected);
   settle();
+  EXPECT_TRUE(fake.take_calls().empty()) << "nobody waits: the loop reads nothing";
+  done_outcome out;
+  disconnect(conn, out);
+  run_until([&] { return out.calls == 1; });
+  EXPECT_FALSE(out.ec) << out.ec.message();
+  EXPECT_EQ(fake.take_calls(), std::vector<std::string>{"disconnect"}) << "one, not two";
+}
+
+TEST_F(connection_test, a_peer_disconnect_read_by_a_waiting_operation_is_answered_at_once) {
+  auto conn = connected();
+  event_outcome waiting;
+  next_event(conn, waiting);
+  settle();
+  fake.deliver(id(), event::disconnected);
+  run_until([&] { return waiting.calls == 1; });
+  EXPECT_EQ(waiting.ev, arpma::conn_event::closed);
   EXPECT_EQ(fake.take_calls(), std::vector<std::string>{"disconnect"})
-      << "the peer's DREQ is answered at once";
+      << "the peer's DREQ is answered as soon as it is read";
   done_outcome out;
   disconnect(conn, out);
   run_until([&] { return out.calls == 1; });

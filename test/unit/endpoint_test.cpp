@@ -470,7 +470,12 @@ TEST_F(endpoint_test, shutdown_rejects_pending_requests_and_destroys_their_ids) 
   auto ep = listen();
   fake.incoming(listener(), {1});
   fake.incoming(listener(), {2});
-  settle();  // both taken by the endpoint, none handed out
+  fake.incoming(listener(), {3});
+  next_outcome first;
+  next(ep, first);  // the wait reads all three: one handed out, two pending in the endpoint
+  run_until([&] { return first.calls == 1; });
+  ASSERT_TRUE(first.req);
+  first.req = arpma::conn_req();  // refused too (its own teardown)
   ASSERT_EQ(fake.ids().size(), 3u);
   (void)fake.take_calls();
   EXPECT_EQ(ep.shutdown(), std::error_code());
