@@ -62,6 +62,7 @@ struct endpoint {
   prov::event_channel* ch = nullptr;
   prov::cm_id* id = nullptr;
   prov::pd* pd = nullptr;
+  prov::comp_channel* cc = nullptr;
   prov::cq* cq = nullptr;
   prov::mr* mr = nullptr;
   std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(depth * chunk);
@@ -84,7 +85,8 @@ class soft_pair {
     for (endpoint* e : {&a, &b}) {
       e->ch = need(soft.create_event_channel(), "channel");
       e->pd = need(soft.alloc_pd(dev_), "pd");
-      e->cq = need(soft.create_cq(dev_, 4 * depth, nullptr), "cq");
+      e->cc = need(soft.create_comp_channel(dev_), "comp channel");
+      e->cq = need(soft.create_cq(dev_, 4 * depth, e->cc), "cq");
       e->mr = need(soft.reg_mr(e->pd, e->buf.data(), e->buf.size(), 0xf), "mr");
     }
     connect();
@@ -97,6 +99,7 @@ class soft_pair {
       (void)soft.destroy_id(e->id);
       (void)soft.dereg_mr(e->mr);
       (void)soft.destroy_cq(e->cq);
+      (void)soft.destroy_comp_channel(e->cc);
       (void)soft.dealloc_pd(e->pd);
       soft.destroy_event_channel(e->ch);
     }
@@ -119,10 +122,20 @@ class soft_pair {
     check(soft.post_send(e.id, wr), "post_send");
   }
 
-  /// Spins for the next completion, yielding so the progress thread runs.
-  prov::work_completion wait_wc(endpoint& e) {
+  /// The next completion: spinning on the CQ (latency, as RDMA applications
+  /// poll), or sleeping on the completion channel (rpma_cq_wait's way),
+  /// which leaves the CPU to the progress thread.
+  prov::work_completion wait_wc(endpoint& e, bool spin) {
     std::array<prov::work_completion, 1> wc{};
-    while (need(soft.poll_cq(e.cq, wc), "poll_cq") == 0) std::this_thread::yield();
+    for (;;) {
+      if (need(soft.poll_cq(e.cq, wc), "poll_cq") == 1) break;
+      if (spin) continue;
+      check(soft.req_notify_cq(e.cq, false), "req_notify_cq");
+      if (need(soft.poll_cq(e.cq, wc), "poll_cq") == 1) break;  // raced with the arming
+      pollfd ready{soft.comp_channel_fd(e.cc), POLLIN, 0};
+      (void)::poll(&ready, 1, 1000);
+      if (auto fired = soft.get_cq_event(e.cc)) soft.ack_cq_events(fired.value(), 1);
+    }
     if (wc[0].status != prov::wc_status::success) throw std::runtime_error("completion error");
     return wc[0];
   }
@@ -173,7 +186,7 @@ double soft_rtt() {
   soft_pair pair;
   std::thread pong([&pair] {
     for (int i = 0; i < rounds * pings_per_round; ++i) {
-      (void)pair.wait_wc(pair.b);  // the ping
+      (void)pair.wait_wc(pair.b, true);  // the ping
       pair.post_recv(pair.b);
       pair.post(pair.b, prov::wr_opcode::send, 1, small, false);
     }
@@ -186,7 +199,7 @@ double soft_rtt() {
       pair.post_recv(pair.a);
       const auto start = clock_type::now();
       pair.post(pair.a, prov::wr_opcode::send, 1, small, false);
-      (void)pair.wait_wc(pair.a);  // the pong
+      (void)pair.wait_wc(pair.a, true);  // the pong
       rtts.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
     }
     medians.push_back(median(rtts));
@@ -207,7 +220,7 @@ double soft_write_bandwidth() {
     for (; posted < static_cast<std::size_t>(depth); ++posted)
       pair.post(pair.a, prov::wr_opcode::rdma_write, posted % depth, chunk, true);
     while (done < total) {
-      (void)pair.wait_wc(pair.a);
+      (void)pair.wait_wc(pair.a, false);
       ++done;
       if (posted < total) {
         pair.post(pair.a, prov::wr_opcode::rdma_write, posted % depth, chunk, true);

@@ -524,12 +524,64 @@ std::uint32_t rkey_of(const mr* h) noexcept { return as<const soft_mr>(h)->rkey;
 
 // ---- CQs ---------------------------------------------------------------------------------
 
-std::size_t poll(soft_cq& cq, std::span<work_completion> out) {
+namespace {
+
+std::size_t take(soft_cq& cq, std::span<work_completion> out) {
   const std::lock_guard lock(cq.mutex);
   const std::size_t n = std::min(out.size(), cq.entries.size());
   std::copy_n(cq.entries.begin(), n, out.begin());
   cq.entries.erase(cq.entries.begin(), cq.entries.begin() + static_cast<std::ptrdiff_t>(n));
   return n;
+}
+
+/// Moves the links of the CQ's QPs on this thread. The QP locks are taken
+/// after the CQ's is released (completing takes them in the other order).
+void drive_links(soft_cq& cq) {
+  thread_local std::vector<std::weak_ptr<soft_qp>> users;
+  {
+    const std::lock_guard lock(cq.mutex);
+    users = cq.users;
+  }
+  for (const auto& weak : users) {
+    const std::shared_ptr<soft_qp> qp = weak.lock();
+    if (!qp) continue;
+    std::function<void()> progress;
+    {
+      const std::lock_guard lock(qp->mutex);
+      if (qp->state == qp_state::ready) progress = qp->progress;
+    }
+    if (progress) progress();
+  }
+  users.clear();
+}
+
+void forget(soft_cq& cq, const soft_qp* qp) {
+  const std::lock_guard lock(cq.mutex);
+  std::erase_if(cq.users, [qp](const std::weak_ptr<soft_qp>& w) {
+    const auto alive = w.lock();
+    return !alive || alive.get() == qp;
+  });
+}
+
+}  // namespace
+
+std::size_t poll(soft_cq& cq, std::span<work_completion> out) {
+  if (const std::size_t n = take(cq, out); n > 0) return n;
+  drive_links(cq);
+  return take(cq, out);
+}
+
+void attach(const std::shared_ptr<soft_qp>& qp) {
+  for (soft_cq* cq : {qp->send_cq, qp->recv_cq}) {
+    const std::lock_guard lock(cq->mutex);
+    cq->users.push_back(qp);
+    if (qp->send_cq == qp->recv_cq) break;
+  }
+}
+
+void detach(const std::shared_ptr<soft_qp>& qp) {
+  forget(*qp->send_cq, qp.get());
+  if (qp->recv_cq != qp->send_cq) forget(*qp->recv_cq, qp.get());
 }
 
 void arm(soft_cq& cq) noexcept {
@@ -591,10 +643,11 @@ std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr) {
 
 // ---- QP state ----------------------------------------------------------------------------
 
-void make_ready(soft_qp& qp, std::function<void(frame)> link) {
+void make_ready(soft_qp& qp, std::function<void(frame)> link, std::function<void()> progress) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state != qp_state::reset) return;
   qp.link = std::move(link);
+  qp.progress = std::move(progress);
   qp.state = qp_state::ready;
 }
 
@@ -610,6 +663,7 @@ void destroy(soft_qp& qp) {
   qp.sq.clear();
   qp.rq.clear();
   qp.link = nullptr;
+  qp.progress = nullptr;
 }
 
 verdict on_frame(soft_qp& qp, frame_type type, std::span<const std::uint8_t> payload) {

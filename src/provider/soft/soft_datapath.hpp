@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
+#include <vector>
 
 namespace arpma::provider::soft_dp {
 
@@ -32,6 +34,8 @@ struct soft_comp_channel {
   std::atomic<int> cqs{0};
 };
 
+struct soft_qp;
+
 struct soft_cq {
   soft_comp_channel* channel = nullptr;
   int cqe = 0;
@@ -39,6 +43,8 @@ struct soft_cq {
   std::mutex mutex;
   std::deque<work_completion> entries;
   bool armed = false;  ///< one event for the next completion, then disarmed (verbs)
+  /// The QPs completing here, whose links a poll of an empty CQ moves.
+  std::vector<std::weak_ptr<soft_qp>> users;
 };
 
 struct soft_srq {
@@ -77,6 +83,8 @@ struct soft_qp {
   qp_state state = qp_state::reset;
   /// Writes a frame to the link, in order with every frame written before.
   std::function<void(soft_wire::frame)> link;
+  /// Moves the link's received frames on the calling thread (a CQ poll).
+  std::function<void()> progress;
   std::deque<outstanding> sq;
   std::deque<recv_wr> rq;
   bool halted = false;  ///< a local error is queued: later WRs only wait to be flushed
@@ -97,8 +105,14 @@ std::error_code post_send(soft_qp& qp, const send_wr& wr);
 std::error_code post_recv(soft_qp& qp, const recv_wr& wr);
 std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr);
 
-/// The connection is up: `link` carries the QP's frames from now on.
-void make_ready(soft_qp& qp, std::function<void(soft_wire::frame)> link);
+/// Polls of the QP's CQs may move its link (see soft_cq::users).
+void attach(const std::shared_ptr<soft_qp>& qp);
+void detach(const std::shared_ptr<soft_qp>& qp);
+
+/// The connection is up: `link` carries the QP's frames from now on, and
+/// `progress` moves what arrives.
+void make_ready(soft_qp& qp, std::function<void(soft_wire::frame)> link,
+                std::function<void()> progress);
 /// Disconnect or a dead link: every outstanding WR completes with
 /// WR_FLUSH_ERR, later posts too (verbs' error state).
 void to_error(soft_qp& qp);

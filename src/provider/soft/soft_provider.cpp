@@ -179,16 +179,24 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   bool connect_done = false;
   bool connect_timed_out = false;
   bool accept_failing = false;
-  header_bytes header{};
-  std::vector<std::uint8_t> payload;
+  bool rx_waiting = false;  ///< an async_wait for readability is pending
   /// Requests waiting behind a SEND that found no receive (RNR); responses
   /// keep flowing meanwhile, as the two directions of an RC QP are independent.
+  /// Under rx_mutex.
   std::deque<std::pair<frame_type, frame>> stalled;
   std::size_t stalled_bytes = 0;
   bool reading_paused = false;
   std::chrono::steady_clock::time_point rnr_deadline;
   std::optional<asio::steady_timer> rnr_timer;
   std::chrono::milliseconds rnr_timeout{};
+
+  // The link's receiving side (under rx_mutex, either thread; pump_locked).
+  std::mutex rx_mutex;
+  std::vector<std::uint8_t> rx;
+  std::size_t rx_begin = 0;
+  std::size_t rx_end = 0;
+  bool rx_data_seen = false;
+  int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
 
   // The link's sending side, for any thread: application threads write their
   // requests straight to the socket when nothing is queued (no hop through
@@ -303,8 +311,6 @@ constexpr auto rnr_retry_interval = std::chrono::milliseconds(1);
 /// flow control then holds the peer back).
 constexpr std::size_t max_stalled_bytes = std::size_t{16} << 20;
 
-void read_frame(const id_ptr& id);
-void on_frame(const id_ptr& id, frame_type type);
 void write_next(const id_ptr& id);
 
 /// Closes everything the id has on the wire; idempotent.
@@ -474,29 +480,171 @@ std::function<void(frame)> link_of(const id_ptr& id) {
   };
 }
 
+void pump_from_application(const id_ptr& id);
+
 /// The QP of an id that just became established can carry data.
 void qp_ready_locked(const id_ptr& id) {
-  if (id->qp) soft_dp::make_ready(*id->qp, link_of(id));
+  if (!id->qp) return;
+  soft_dp::make_ready(*id->qp, link_of(id), [weak = std::weak_ptr<soft_id>(id)] {
+    if (const id_ptr alive = weak.lock()) pump_from_application(alive);
+  });
 }
 
-void read_frame(const id_ptr& id) {
-  if (id->link_closed) return;
-  asio::async_read(*id->socket, asio::buffer(id->header),
-                   [id](const boost::system::error_code& ec, std::size_t /*n*/) {
-                     if (id->link_closed) return;
-                     if (ec) return link_failed(id, errno_of(ec));
-                     const auto h = parse_header(id->header);
-                     if (!h) return link_failed(id, EPROTO);
-                     id->payload.resize(h->length);
-                     if (h->length == 0) return on_frame(id, h->type);
-                     asio::async_read(*id->socket, asio::buffer(id->payload),
-                                      [id, type = h->type](const boost::system::error_code& ec2,
-                                                           std::size_t /*n*/) {
-                                        if (id->link_closed) return;
-                                        if (ec2) return link_failed(id, errno_of(ec2));
-                                        on_frame(id, type);
-                                      });
-                   });
+// ---- receiving -------------------------------------------------------------------
+//
+// One receiver per link, run under rx_mutex by the progress thread (every
+// frame) or by an application thread polling a CQ of the link's QP (data
+// frames only, no thread hop; whatever it cannot finish it hands over).
+
+/// What the receiver does after a frame.
+enum class rx_next : std::uint8_t {
+  more,       ///< go on
+  stop,       ///< the link is closed, or reading is paused
+  hand_over,  ///< application thread: leave this (unconsumed) to the progress thread
+};
+
+enum class rx_mode : std::uint8_t { progress, application };
+
+/// Frames buffered before anything has been seen, and once data flows.
+constexpr std::size_t rx_small = 512;
+constexpr std::size_t rx_large = std::size_t{256} << 10;
+
+void pump(const id_ptr& id);
+
+/// Room in the buffer for a frame of `frame_size` bytes at its start.
+void make_room(soft_id& id, std::size_t frame_size) {
+  const std::size_t pending = id.rx_end - id.rx_begin;
+  if (id.rx_begin > 0 && (id.rx_end == id.rx.size() || id.rx.size() - id.rx_begin < frame_size)) {
+    std::memmove(id.rx.data(), id.rx.data() + id.rx_begin, pending);
+    id.rx_begin = 0;
+    id.rx_end = pending;
+  }
+  const std::size_t want = std::max(frame_size, id.rx_data_seen ? rx_large : rx_small);
+  if (id.rx.size() < want) id.rx.resize(want);
+}
+
+enum class fill_result : std::uint8_t { data, would_block, failed };
+
+/// Reads what the socket has without blocking. A closed stream or an error
+/// is remembered in rx_error (an application thread cannot act on it).
+fill_result fill(soft_id& id, std::size_t frame_size) {
+  make_room(id, frame_size);
+  ssize_t n = 0;
+  {
+    // The descriptor stays open during the call (close_link takes the lock).
+    const std::lock_guard lock(id.tx_mutex);
+    if (id.tx_fd < 0) return fill_result::would_block;
+    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, id.rx.size() - id.rx_end, MSG_DONTWAIT);
+  }
+  if (n > 0) {
+    id.rx_end += static_cast<std::size_t>(n);
+    return fill_result::data;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return fill_result::would_block;
+  id.rx_error = n == 0 ? ECONNRESET : errno;
+  return fill_result::failed;
+}
+
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload);
+
+/// A data frame on an application thread: only what needs neither a timer
+/// nor a socket operation (nothing stalled, no RNR wait, no failure).
+rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (!is_data(type) || (soft_dp::is_request(type) && !id->stalled.empty()))
+    return rx_next::hand_over;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established) return rx_next::hand_over;
+    qp = id->qp;
+  }
+  if (!qp) return rx_next::hand_over;
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::rnr_wait: return rx_next::hand_over;  // nothing happened yet
+    case soft_dp::verdict::protocol_error: id->rx_error = EPROTO; return rx_next::hand_over;
+  }
+  return rx_next::hand_over;
+}
+
+/// The progress thread acts on a failure, wherever it was seen.
+bool failed_link(const id_ptr& id, rx_mode mode) {
+  if (id->rx_error == 0) return false;
+  if (mode == rx_mode::progress) link_failed(id, id->rx_error);
+  return true;
+}
+
+/// Consumes the buffered frames and reads more until the socket has nothing.
+/// Called with rx_mutex held.
+rx_next pump_locked(const id_ptr& id, rx_mode mode) {
+  for (;;) {
+    if (failed_link(id, mode))
+      return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
+    if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
+    const std::size_t avail = id->rx_end - id->rx_begin;
+    std::size_t need = header_size;
+    if (avail >= header_size) {
+      header_bytes bytes{};
+      std::memcpy(bytes.data(), id->rx.data() + id->rx_begin, header_size);
+      const auto h = parse_header(bytes);
+      if (!h) {
+        id->rx_error = EPROTO;
+        continue;
+      }
+      need = header_size + h->length;
+      if (avail >= need) {
+        const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
+                                                    h->length);
+        if (is_data(h->type)) id->rx_data_seen = true;
+        const rx_next next = mode == rx_mode::progress ? handle_frame(id, h->type, payload)
+                                                       : handle_inline(id, h->type, payload);
+        if (next == rx_next::hand_over) return next;
+        id->rx_begin += need;
+        if (id->rx_begin == id->rx_end) id->rx_begin = id->rx_end = 0;
+        if (next == rx_next::stop) return next;
+        continue;
+      }
+    }
+    if (fill(*id, need) == fill_result::would_block) return rx_next::more;
+  }
+}
+
+void wait_readable(const id_ptr& id) {
+  if (id->rx_waiting || id->link_closed) return;
+  id->rx_waiting = true;
+  id->socket->async_wait(tcp::socket::wait_read, [id](const boost::system::error_code& ec) {
+    id->rx_waiting = false;
+    if (id->link_closed) return;
+    if (ec) return link_failed(id, errno_of(ec));
+    pump(id);
+  });
+}
+
+/// The progress thread's receiver: runs until the socket is drained, then
+/// waits for it to become readable again.
+void pump(const id_ptr& id) {
+  rx_next next = rx_next::stop;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    if (id->reading_paused) return;
+    next = pump_locked(id, rx_mode::progress);
+  }
+  if (next == rx_next::more) wait_readable(id);
+}
+
+/// An application thread polling a CQ moves its link's frames itself; what
+/// it cannot finish goes to the progress thread.
+void pump_from_application(const id_ptr& id) {
+  std::unique_lock lock(id->rx_mutex, std::try_to_lock);
+  if (!lock.owns_lock() || id->reading_paused) return;  // the progress thread is at it
+  if (pump_locked(id, rx_mode::application) != rx_next::hand_over) return;
+  lock.unlock();
+  try {
+    asio::post(*id->io, [id] { pump(id); });
+  } catch (const std::bad_alloc&) {
+    // The progress thread's own wait for readability takes over.
+  }
 }
 
 // ---- data frames -------------------------------------------------------------------
@@ -511,16 +659,14 @@ void schedule_rnr_retry(const id_ptr& id) {
   });
 }
 
-/// Keeps the request for later and goes on reading (responses must flow).
-void stall(const id_ptr& id, frame_type type) {
-  id->stalled_bytes += id->payload.size();
-  id->stalled.emplace_back(type, std::move(id->payload));
-  id->payload = {};
-  if (id->stalled_bytes > max_stalled_bytes) {
-    id->reading_paused = true;
-    return;
-  }
-  read_frame(id);
+/// Keeps a copy of the request for later and goes on reading (responses must
+/// flow); past the bound, reading pauses and TCP holds the peer back.
+rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  id->stalled_bytes += payload.size();
+  id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
+  if (id->stalled_bytes <= max_stalled_bytes) return rx_next::more;
+  id->reading_paused = true;
+  return rx_next::stop;
 }
 
 std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
@@ -531,27 +677,30 @@ std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
 /// Executes the stalled requests in order until one waits again.
 void drain_stalled(const id_ptr& id) {
   const std::shared_ptr<soft_qp> qp = qp_of(id);
-  while (!id->stalled.empty()) {
-    const auto& [type, payload] = id->stalled.front();
-    auto verdict = qp ? soft_dp::on_frame(*qp, type, payload) : soft_dp::verdict::done;
-    if (verdict == soft_dp::verdict::rnr_wait) {
-      if (std::chrono::steady_clock::now() < id->rnr_deadline) return schedule_rnr_retry(id);
-      soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
+  bool resume = false;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    while (!id->stalled.empty()) {
+      const auto& [type, payload] = id->stalled.front();
+      auto verdict = qp ? soft_dp::on_frame(*qp, type, payload) : soft_dp::verdict::done;
+      if (verdict == soft_dp::verdict::rnr_wait) {
+        if (std::chrono::steady_clock::now() < id->rnr_deadline) return schedule_rnr_retry(id);
+        soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
+      }
+      if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
+      id->stalled_bytes -= payload.size();
+      id->stalled.pop_front();
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
     }
-    if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
-    id->stalled_bytes -= payload.size();
-    id->stalled.pop_front();
-    id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
-  }
-  if (id->reading_paused) {
+    resume = id->reading_paused;
     id->reading_paused = false;
-    read_frame(id);
   }
+  if (resume) pump(id);
 }
 
 /// A data-path frame: executed against the id's QP (a request), or retiring
 /// its send queue (a response).
-void on_data(const id_ptr& id, frame_type type) {
+rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
   conn_state state = conn_state::idle;
   std::shared_ptr<soft_qp> qp;
   {
@@ -560,24 +709,30 @@ void on_data(const id_ptr& id, frame_type type) {
     qp = id->qp;
   }
   // After our disconnect the QP is in error: what still arrives is dropped.
-  if (state == conn_state::disconnected || !qp) return read_frame(id);
-  if (state != conn_state::established) return link_failed(id, EPROTO);
-  if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type);
-  switch (soft_dp::on_frame(*qp, type, id->payload)) {
-    case soft_dp::verdict::done: return read_frame(id);
-    case soft_dp::verdict::protocol_error: return link_failed(id, EPROTO);
-    case soft_dp::verdict::rnr_wait:
-      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
-      stall(id, type);
-      return schedule_rnr_retry(id);
+  if (state == conn_state::disconnected || !qp) return rx_next::more;
+  if (state != conn_state::established) {
+    link_failed(id, EPROTO);
+    return rx_next::stop;
   }
+  if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type, payload);
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::protocol_error: link_failed(id, EPROTO); return rx_next::stop;
+    case soft_dp::verdict::rnr_wait: {
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
+      const rx_next next = stall(id, type, payload);
+      schedule_rnr_retry(id);
+      return next;
+    }
+  }
+  return rx_next::more;
 }
 
-/// One complete, well-formed frame arrived on an id's link.
-void on_frame(const id_ptr& id, frame_type type) {
-  if (is_data(type)) return on_data(id, type);
-  const std::uint8_t* body = id->payload.data();
-  const std::size_t size = id->payload.size();
+/// One complete, well-formed frame arrived on an id's link (progress thread).
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (is_data(type)) return on_data(id, type, payload);
+  const std::uint8_t* body = payload.data();
+  const std::size_t size = payload.size();
   bool valid = true;
   bool half_close = false;
   bool keep_reading = true;
@@ -629,10 +784,16 @@ void on_frame(const id_ptr& id, frame_type type) {
       default: valid = false; break;  // REQ: only as the first frame of a link
     }
   }
-  if (!valid) return link_failed(id, EPROTO);
-  if (!keep_reading) return close_link(id);
+  if (!valid) {
+    link_failed(id, EPROTO);
+    return rx_next::stop;
+  }
+  if (!keep_reading) {
+    close_link(id);
+    return rx_next::stop;
+  }
   if (half_close) finish_link(id, false);
-  read_frame(id);
+  return rx_next::more;
 }
 
 // ---- passive side: connections arriving at a listener -------------------------
@@ -689,7 +850,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
                 event.private_data_len);
     child->channel->queue.push(event);
   }
-  read_frame(child);
+  pump(child);
 }
 
 void read_request(const std::shared_ptr<incoming>& in) {
@@ -772,7 +933,7 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
         tune(*id->socket);
         open_tx(*id);
         send_frame(id, std::move(request));
-        read_frame(id);
+        pump(id);
       });
 }
 
@@ -1160,6 +1321,7 @@ std::error_code soft_provider::create_qp(cm_id* h, pd* p, const qp_config& confi
   ++qp->send_cq->qps;
   ++qp->recv_cq->qps;
   if (qp->srq != nullptr) ++qp->srq->qps;
+  soft_dp::attach(qp);
   const std::lock_guard lock(id->mutex);
   id->qp = std::move(qp);
   return {};
@@ -1175,6 +1337,7 @@ void soft_provider::destroy_qp(cm_id* h) noexcept {
   if (!qp) return;
   // The progress thread may hold a reference; from here on it produces nothing.
   soft_dp::destroy(*qp);
+  soft_dp::detach(qp);
   --qp->pd->users;
   --qp->send_cq->qps;
   --qp->recv_cq->qps;
