@@ -626,6 +626,49 @@ TEST_F(soft_datapath_test, posting_before_the_connection_or_with_bad_arguments_i
   EXPECT_FALSE(soft.dereg_mr(m2.value()));
 }
 
+// ---- the device handle ------------------------------------------------------------------
+
+// Programs get the soft device's ibv_context from rpma_utils_get_ibv_context
+// and may hand it to libibverbs: every verb fails, nothing crashes.
+TEST_F(soft_datapath_test, verbs_called_directly_on_the_soft_device_fail_cleanly) {
+  ibv_context* ctx = soft.find_device("127.0.0.1", false).value();
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_NE(ctx->device, nullptr);
+  EXPECT_STREQ(ibv_get_device_name(ctx->device), "arpma_soft");
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(ctx), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_device_attr attr{};
+  EXPECT_NE(ibv_query_device(ctx, &attr), 0);
+  ibv_device_attr_ex attr_ex{};
+  EXPECT_NE(ibv_query_device_ex(ctx, nullptr, &attr_ex), 0);
+  ibv_port_attr port{};
+  EXPECT_NE(ibv_query_port(ctx, 1, &port), 0);
+  if (ibv_comp_channel* channel = ibv_create_comp_channel(ctx)) {
+    (void)ibv_destroy_comp_channel(channel);  // a plain fd is all it needs: fine either way
+  }
+  EXPECT_EQ(ibv_create_cq(ctx, 4, nullptr, nullptr, 0), nullptr);
+
+  // The inline wrappers go through ctx->ops; objects that claim the context
+  // reach the same failures.
+  ibv_qp qp{};
+  qp.context = ctx;
+  ibv_send_wr swr{};
+  ibv_send_wr* bad_send = nullptr;
+  EXPECT_NE(ibv_post_send(&qp, &swr, &bad_send), 0);
+  ibv_recv_wr rwr{};
+  ibv_recv_wr* bad_recv = nullptr;
+  EXPECT_NE(ibv_post_recv(&qp, &rwr, &bad_recv), 0);
+  ibv_cq cq{};
+  cq.context = ctx;
+  ibv_wc wc{};
+  EXPECT_LT(ibv_poll_cq(&cq, 1, &wc), 0);
+  EXPECT_NE(ibv_req_notify_cq(&cq, 0), 0);
+  ibv_srq srq{};
+  srq.context = ctx;
+  EXPECT_NE(ibv_post_srq_recv(&srq, &rwr, &bad_recv), 0);
+}
+
 // ---- hostile raw peers -----------------------------------------------------------------
 
 int raw_connect(std::uint16_t port) {

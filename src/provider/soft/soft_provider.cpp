@@ -4,6 +4,7 @@
 #include "provider/event_queue.hpp"
 #include "provider/handle_cast.hpp"
 #include "provider/soft/soft_datapath.hpp"
+#include "provider/soft/soft_device.hpp"
 #include "provider/soft/soft_wire.hpp"
 
 #include <infiniband/verbs.h>
@@ -40,9 +41,9 @@ namespace arpma::provider {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-// A real ibv_context allocation, so the handle has the layout programs expect.
+// The device handle: a real ibv_context (soft_device.hpp).
 struct soft_provider::device_storage {
-  ibv_context context{};
+  soft_device device;
 };
 
 // The progress thread: it plays the NIC. Every socket, acceptor and timer of
@@ -986,7 +987,7 @@ soft_provider::engine& soft_provider::progress() {
 }
 
 bool soft_provider::owns(const device* dev) const noexcept {
-  return dev != nullptr && dev == &device_->context;
+  return dev != nullptr && dev == device_->device.context();
 }
 
 result<device*> soft_provider::find_device(const char* addr, bool remote) {
@@ -1006,7 +1007,7 @@ result<device*> soft_provider::find_device(const char* addr, bool remote) {
     ARPMA_LOG_FAILURE(remote ? "no route to the address" : "not a local address", ec);
     return ec;
   }
-  return &device_->context;
+  return device_->device.context();
 }
 
 // ---- connection manager ----------------------------------------------------
@@ -1101,7 +1102,7 @@ std::error_code soft_provider::resolve_route(cm_id* h, int /*timeout_ms*/) {
 device* soft_provider::id_device(const cm_id* h) const noexcept {
   const auto* id = as<const soft_id>(h);
   const std::lock_guard lock(id->mutex);
-  return id->addr_resolved || id->on_device ? &device_->context : nullptr;
+  return id->addr_resolved || id->on_device ? device_->device.context() : nullptr;
 }
 
 // ---- connection lifecycle ----------------------------------------------------
