@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -334,8 +335,13 @@ double tcp_bandwidth() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
+    // `soft_datapath_bench rtt`: the soft round trip only (for profiling).
+    if (argc > 1 && std::string(argv[1]) == "rtt") {
+      std::printf("soft send/recv round trip %.1f us\n", soft_rtt());
+      return 0;
+    }
     const double tcp_us = tcp_rtt();
     const double soft_us = soft_rtt();
     const double tcp_mbs = tcp_bandwidth();

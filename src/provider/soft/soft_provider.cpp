@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -206,8 +207,12 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   int tx_fd = -1;          ///< the socket while it is open and connected
   bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
   std::deque<frame> out;
-  std::size_t out_offset = 0;  ///< bytes of out.front() already written
-  std::size_t in_flight = 0;   ///< frames of `out` in the current async_write
+  std::size_t out_offset = 0;                   ///< bytes of out.front() already written
+  std::size_t in_flight = 0;                    ///< frames of `out` in the current async_write
+  std::uint32_t ack_pending = 0;                ///< requests executed, acknowledgement not yet sent
+  bool ack_ticker = false;                      ///< ack_timer runs
+  int ack_idle = 0;                             ///< ticks in a row that found nothing to send
+  std::optional<asio::steady_timer> ack_timer;  ///< the progress thread's
   bool writing = false;
   after_write then = after_write::nothing;
 
@@ -327,6 +332,7 @@ void close_link(const id_ptr& id) {
   if (id->acceptor) id->acceptor->close(ignored);
   if (id->timer) id->timer->cancel();
   if (id->rnr_timer) id->rnr_timer->cancel();
+  if (id->ack_timer) id->ack_timer->cancel();
 }
 
 /// The connection is over: the QP's outstanding work completes with
@@ -363,12 +369,25 @@ void link_failed(const id_ptr& id, int err) {
   close_link(id);
 }
 
-/// Writes what it can of `f` without blocking; the number of bytes written
-/// (a hard error writes nothing more: the progress thread's write reports it).
-std::size_t send_now(int fd, const frame& f) noexcept {
+/// Writes what it can of `first` then `second` without blocking, in one
+/// call; the number of bytes written (a hard error writes nothing more: the
+/// progress thread's write reports it).
+std::size_t send_now(int fd, const frame& first, const frame& second) noexcept {
+  const std::size_t total = first.size() + second.size();
   std::size_t done = 0;
-  while (done < f.size()) {
-    const ssize_t n = ::send(fd, f.data() + done, f.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (done < total) {
+    std::array<iovec, 2> iov{};
+    std::size_t count = 0;
+    if (done < first.size())
+      iov[count++] = {const_cast<std::uint8_t*>(first.data()) + done, first.size() - done};
+    const std::size_t into_second = done > first.size() ? done - first.size() : 0;
+    if (!second.empty())
+      iov[count++] = {const_cast<std::uint8_t*>(second.data()) + into_second,
+                      second.size() - into_second};
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
       done += static_cast<std::size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -398,19 +417,98 @@ void enqueue(soft_id& id, frame f) {
   id.out.push_back(std::move(f));
 }
 
-/// Sends a frame on the id's link, from any thread, in order with every frame
-/// sent before; dropped when the link is not open or is half-closed.
-void send_frame(const id_ptr& id, frame f) {
-  std::unique_lock lock(id->tx_mutex);
-  if (id->tx_fd < 0 || id->tx_sealed) return;
-  if (id->writing || !id->out.empty()) return enqueue(*id, std::move(f));
-  const std::size_t sent = send_now(id->tx_fd, f);
-  if (sent == f.size()) return;
-  id->out.push_back(std::move(f));
-  id->out_offset = sent;
+/// The acknowledgements not yet sent, as one ACK frame (empty when none).
+/// Called with tx_mutex held.
+frame take_acks(soft_id& id) {
+  if (id.ack_pending == 0) return {};
+  std::array<std::uint8_t, 4> count{};
+  put_u32(count.data(), id.ack_pending);
+  id.ack_pending = 0;
+  return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
+}
+
+/// Puts `first` then `second` (either may be empty) on the wire after every
+/// frame before them: written at once when nothing is queued, else queued
+/// for the progress thread. Called with `lock` (tx_mutex) held; may release it.
+void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first, frame second) {
+  if (id->writing || !id->out.empty()) {
+    if (!first.empty()) enqueue(*id, std::move(first));
+    if (!second.empty()) enqueue(*id, std::move(second));
+    return;
+  }
+  const std::size_t sent = send_now(id->tx_fd, first, second);
+  if (sent == first.size() + second.size()) return;
+  if (sent < first.size()) {
+    id->out_offset = sent;
+    id->out.push_back(std::move(first));
+    if (!second.empty()) id->out.push_back(std::move(second));
+  } else {
+    id->out_offset = sent - first.size();
+    id->out.push_back(std::move(second));
+  }
   id->writing = true;
   lock.unlock();
   asio::post(*id->io, [id] { write_next(id); });
+}
+
+/// Sends a frame on the id's link, from any thread, in order with every frame
+/// sent before; dropped when the link is not open or is half-closed. An ACK
+/// is only counted: it rides along with the next frame (a reply usually
+/// follows at once) or goes out at the next flush_acks.
+void send_frame(const id_ptr& id, frame f) {
+  std::unique_lock lock(id->tx_mutex);
+  if (id->tx_fd < 0 || id->tx_sealed) return;
+  if (is_ack(f)) {
+    id->ack_pending += get_u32(f.data() + header_size);
+    return;
+  }
+  transmit(id, lock, take_acks(*id), std::move(f));
+}
+
+/// Sends the acknowledgements still pending, alone.
+void flush_acks(const id_ptr& id) {
+  std::unique_lock lock(id->tx_mutex);
+  if (id->ack_pending == 0 || id->tx_fd < 0 || id->tx_sealed) return;
+  transmit(id, lock, take_acks(*id), {});
+}
+
+/// Acknowledgements an application thread left pending are sent by the
+/// progress thread within `ack_delay` if nothing carries them sooner. The
+/// ticker runs while they keep coming, so a busy link costs one timer per
+/// tick, not a wake-up per frame.
+constexpr auto ack_delay = std::chrono::milliseconds(1);
+constexpr int ack_idle_ticks = 100;
+
+void ack_tick(const id_ptr& id) {
+  id->ack_timer->expires_after(ack_delay);
+  id->ack_timer->async_wait([id](const boost::system::error_code& ec) {
+    std::unique_lock lock(id->tx_mutex);
+    frame acks;
+    if (!ec && !id->link_closed && id->tx_fd >= 0 && !id->tx_sealed) acks = take_acks(*id);
+    id->ack_idle = acks.empty() ? id->ack_idle + 1 : 0;
+    id->ack_ticker = !ec && !id->link_closed && id->ack_idle < ack_idle_ticks;
+    const bool again = id->ack_ticker;
+    if (!acks.empty()) transmit(id, lock, std::move(acks), {});
+    if (again) ack_tick(id);
+  });
+}
+
+void ensure_ack_ticker(const id_ptr& id) {
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->ack_pending == 0 || id->ack_ticker) return;
+    id->ack_ticker = true;
+    id->ack_idle = 0;
+  }
+  try {
+    asio::post(*id->io, [id] {
+      if (!id->ack_timer) id->ack_timer.emplace(*id->io);
+      ack_tick(id);
+    });
+  } catch (const std::bad_alloc&) {
+    const std::lock_guard lock(id->tx_mutex);
+    id->ack_ticker = false;  // the next poll flushes, or tries again
+  }
 }
 
 /// The progress thread's writer: everything queued, in one gathered write.
@@ -631,6 +729,7 @@ void pump(const id_ptr& id) {
     if (id->reading_paused) return;
     next = pump_locked(id, rx_mode::progress);
   }
+  flush_acks(id);  // everything readable is executed: acknowledge it in one frame
   if (next == rx_next::more) wait_readable(id);
 }
 
@@ -639,8 +738,12 @@ void pump(const id_ptr& id) {
 void pump_from_application(const id_ptr& id) {
   std::unique_lock lock(id->rx_mutex, std::try_to_lock);
   if (!lock.owns_lock() || id->reading_paused) return;  // the progress thread is at it
-  if (pump_locked(id, rx_mode::application) != rx_next::hand_over) return;
+  // What the last poll executed and no reply carried is acknowledged now.
+  flush_acks(id);
+  const rx_next next = pump_locked(id, rx_mode::application);
   lock.unlock();
+  ensure_ack_ticker(id);
+  if (next != rx_next::hand_over) return;
   try {
     asio::post(*id->io, [id] { pump(id); });
   } catch (const std::bad_alloc&) {
@@ -685,7 +788,10 @@ void drain_stalled(const id_ptr& id) {
       const auto& [type, payload] = id->stalled.front();
       auto verdict = qp ? soft_dp::on_frame(*qp, type, payload) : soft_dp::verdict::done;
       if (verdict == soft_dp::verdict::rnr_wait) {
-        if (std::chrono::steady_clock::now() < id->rnr_deadline) return schedule_rnr_retry(id);
+        if (std::chrono::steady_clock::now() < id->rnr_deadline) {
+          flush_acks(id);
+          return schedule_rnr_retry(id);
+        }
         soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
       }
       if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
@@ -696,6 +802,7 @@ void drain_stalled(const id_ptr& id) {
     resume = id->reading_paused;
     id->reading_paused = false;
   }
+  flush_acks(id);
   if (resume) pump(id);
 }
 
