@@ -25,29 +25,31 @@
 
 namespace arpma::provider {
 
-class event_queue {
+/// A queue of `Event`s (cm events; the CQs a completion channel reports).
+template <class Event>
+class basic_event_queue {
  public:
-  event_queue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
+  basic_event_queue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
     if (fd_ < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   }
   /// Without exceptions: a failed eventfd (EMFILE, ...) is reported in `ec`
   /// and leaves an unusable queue to be destroyed.
-  explicit event_queue(std::error_code& ec) noexcept
+  explicit basic_event_queue(std::error_code& ec) noexcept
       : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
     if (fd_ < 0) ec = {errno, std::system_category()};
   }
-  event_queue(const event_queue&) = delete;
-  event_queue& operator=(const event_queue&) = delete;
-  event_queue(event_queue&&) = delete;
-  event_queue& operator=(event_queue&&) = delete;
-  ~event_queue() {
+  basic_event_queue(const basic_event_queue&) = delete;
+  basic_event_queue& operator=(const basic_event_queue&) = delete;
+  basic_event_queue(basic_event_queue&&) = delete;
+  basic_event_queue& operator=(basic_event_queue&&) = delete;
+  ~basic_event_queue() {
     if (fd_ >= 0) ::close(fd_);
   }
 
   [[nodiscard]] int fd() const noexcept { return fd_; }
 
   /// Queues `event` and makes the fd readable; ignored once closed.
-  void push(const cm_event& event) {
+  void push(const Event& event) {
     const std::lock_guard lock(mutex_);
     if (closed_) return;
     events_.push_back(event);
@@ -57,7 +59,7 @@ class event_queue {
 
   /// Takes the oldest event. With none pending: EAGAIN when the fd is
   /// non-blocking, else waits for one (as a read of rdma-core's channel fd).
-  std::error_code pop(cm_event& out) {
+  std::error_code pop(Event& out) {
     for (;;) {
       {
         const std::lock_guard lock(mutex_);
@@ -79,11 +81,11 @@ class event_queue {
   /// Removes the queued events `pred` selects, oldest first, and returns them
   /// (for moving an id's events to another channel, or dropping them).
   template <class Pred>
-  std::vector<cm_event> extract(Pred pred) {
-    std::vector<cm_event> taken;
+  std::vector<Event> extract(Pred pred) {
+    std::vector<Event> taken;
     const std::lock_guard lock(mutex_);
     for (auto it = events_.begin(); it != events_.end();) {
-      if (pred(static_cast<const cm_event&>(*it))) {
+      if (pred(static_cast<const Event&>(*it))) {
         taken.push_back(*it);
         it = events_.erase(it);
       } else {
@@ -118,8 +120,10 @@ class event_queue {
 
   int fd_;
   mutable std::mutex mutex_;
-  std::deque<cm_event> events_;
+  std::deque<Event> events_;
   bool closed_ = false;
 };
+
+using event_queue = basic_event_queue<cm_event>;
 
 }  // namespace arpma::provider

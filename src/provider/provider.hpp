@@ -6,7 +6,9 @@
 #include "arpma/result.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <system_error>
 
 struct ibv_context;
@@ -20,6 +22,8 @@ struct cm_id;
 struct pd;
 struct comp_channel;
 struct cq;
+struct mr;
+struct srq;
 using device = ::ibv_context;
 
 enum class cm_event_type {
@@ -61,6 +65,108 @@ struct qp_config {
   std::uint32_t max_recv_wr = 10;
   std::uint32_t max_sge = 1;
   std::uint32_t max_inline_data = 8;
+  srq* shared_rq = nullptr;  ///< receives come from this SRQ instead of the QP's own queue
+};
+
+// ---- data path ---------------------------------------------------------------
+
+/// Memory access flags; the values of `ibv_access_flags` (the flush ones as
+/// rdma-core 45 defines them), so the verbs provider passes them through.
+namespace access {
+inline constexpr int local_write = 1;
+inline constexpr int remote_write = 1 << 1;
+inline constexpr int remote_read = 1 << 2;
+inline constexpr int remote_atomic = 1 << 3;
+inline constexpr int flush_global = 1 << 8;
+inline constexpr int flush_persistent = 1 << 9;
+}  // namespace access
+
+enum class wr_opcode : std::uint8_t {
+  send,
+  send_with_imm,
+  rdma_write,
+  rdma_write_with_imm,
+  rdma_read,
+  atomic_write,  ///< 8 bytes from `atomic_value` to an 8-byte aligned remote address
+  flush,
+};
+
+/// What a flush makes durable (IBV_FLUSH_GLOBAL / IBV_FLUSH_PERSISTENT).
+enum class flush_type : std::uint8_t { global, persistent };
+/// Whether a flush covers its range or the whole remote region.
+enum class flush_level : std::uint8_t { range, mr };
+
+/// One scatter/gather element; a zero length needs no valid key.
+struct sge {
+  std::uint64_t addr = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+};
+
+struct send_wr {
+  std::uint64_t wr_id = 0;
+  wr_opcode opcode = wr_opcode::send;
+  bool signaled = true;
+  sge local;                       ///< source (send, write), destination (read)
+  std::uint64_t remote_addr = 0;   ///< write, read, atomic write, flush
+  std::uint32_t rkey = 0;          ///< write, read, atomic write, flush
+  std::uint32_t imm = 0;           ///< host order; *_with_imm only
+  std::uint64_t flush_length = 0;  ///< flush at level range
+  flush_type flush = flush_type::global;
+  flush_level level = flush_level::range;
+  std::array<std::uint8_t, 8> atomic_value{};
+};
+
+struct recv_wr {
+  std::uint64_t wr_id = 0;
+  sge local;
+};
+
+/// `ibv_wc_status`, same values.
+enum class wc_status : std::uint8_t {
+  success = 0,
+  loc_len_err = 1,
+  loc_qp_op_err = 2,
+  loc_prot_err = 4,
+  wr_flush_err = 5,
+  bad_resp_err = 7,
+  loc_access_err = 8,
+  rem_inv_req_err = 9,
+  rem_access_err = 10,
+  rem_op_err = 11,
+  retry_exc_err = 12,
+  rnr_retry_exc_err = 13,
+  fatal_err = 19,
+  general_err = 21,
+};
+
+/// `ibv_wc_opcode`, same values (flush as rdma-core 45 defines it).
+enum class wc_opcode : std::uint8_t {
+  send = 0,
+  rdma_write = 1,
+  rdma_read = 2,
+  flush = 8,
+  atomic_write = 9,
+  recv = 128,
+  recv_rdma_with_imm = 129,
+};
+
+/// The fields of `ibv_wc` librpma uses.
+struct work_completion {
+  std::uint64_t wr_id = 0;
+  wc_status status = wc_status::success;
+  wc_opcode opcode = wc_opcode::send;
+  std::uint32_t byte_len = 0;
+  std::uint32_t imm_data = 0;  ///< host order, valid when `with_imm`
+  bool with_imm = false;
+  std::uint32_t qp_num = 0;
+  std::uint32_t vendor_err = 0;
+};
+
+/// What a device executes natively rather than leaving to emulation.
+struct device_caps {
+  bool native_atomic_write = false;
+  bool native_flush = false;
 };
 
 /// The connect/accept parameters librpma sets (src/conn_req.c); the provider
@@ -144,6 +250,27 @@ class provider {
   virtual std::error_code create_qp(cm_id* id, pd* pd, const qp_config& config) = 0;
   virtual void destroy_qp(cm_id* id) noexcept = 0;
   [[nodiscard]] virtual std::uint32_t qp_num(const cm_id* id) const noexcept = 0;
+
+  // Data path (ibv_* semantics). The defaults report EOPNOTSUPP.
+  [[nodiscard]] virtual device_caps caps(const device* dev) const noexcept;
+  /// Registers [addr, addr + length) with `access` flags (see `access`).
+  virtual result<mr*> reg_mr(pd* pd, void* addr, std::size_t length, int access);
+  virtual std::error_code dereg_mr(mr* mr) noexcept;
+  [[nodiscard]] virtual std::uint32_t mr_lkey(const mr* mr) const noexcept;
+  [[nodiscard]] virtual std::uint32_t mr_rkey(const mr* mr) const noexcept;
+  /// Posts on the QP of `id`; ENOMEM when its send queue is full.
+  virtual std::error_code post_send(cm_id* id, const send_wr& wr);
+  /// ENOMEM when the receive queue is full; EINVAL when the QP uses an SRQ.
+  virtual std::error_code post_recv(cm_id* id, const recv_wr& wr);
+  /// Moves up to out.size() completions into `out`; returns how many.
+  virtual result<std::size_t> poll_cq(cq* cq, std::span<work_completion> out);
+  /// The CQ whose notification fired; EAGAIN when none and the fd is
+  /// non-blocking (waits otherwise). Acknowledge it with ack_cq_events.
+  virtual result<cq*> get_cq_event(comp_channel* channel);
+  virtual void ack_cq_events(cq* cq, unsigned count) noexcept;
+  virtual result<srq*> create_srq(pd* pd, std::uint32_t max_wr, std::uint32_t max_sge);
+  virtual std::error_code destroy_srq(srq* srq) noexcept;
+  virtual std::error_code post_srq_recv(srq* srq, const recv_wr& wr);
 };
 
 /// The provider chosen by ARPMA_PROVIDER (verbs | soft | auto; default auto).

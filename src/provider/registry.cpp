@@ -68,7 +68,9 @@ const char* to_string(cm_event_type type) noexcept {
 
 // Lifecycle defaults: a provider that has not got them says so.
 namespace {
-std::error_code not_supported() { return std::make_error_code(std::errc::operation_not_supported); }
+std::error_code not_supported() noexcept {
+  return std::make_error_code(std::errc::operation_not_supported);
+}
 }  // namespace
 
 std::error_code provider::bind_addr(cm_id*, const sockaddr*) { return not_supported(); }
@@ -80,6 +82,21 @@ std::error_code provider::reject(cm_id*, const void*, std::uint8_t) { return not
 std::error_code provider::disconnect(cm_id*) { return not_supported(); }
 std::error_code provider::migrate_id(cm_id*, event_channel*) { return not_supported(); }
 void provider::set_context(cm_id*, std::uint64_t) noexcept {}
+
+// Data-path defaults, for providers (and test fakes) without one.
+device_caps provider::caps(const device*) const noexcept { return {}; }
+result<mr*> provider::reg_mr(pd*, void*, std::size_t, int) { return not_supported(); }
+std::error_code provider::dereg_mr(mr*) noexcept { return not_supported(); }
+std::uint32_t provider::mr_lkey(const mr*) const noexcept { return 0; }
+std::uint32_t provider::mr_rkey(const mr*) const noexcept { return 0; }
+std::error_code provider::post_send(cm_id*, const send_wr&) { return not_supported(); }
+std::error_code provider::post_recv(cm_id*, const recv_wr&) { return not_supported(); }
+result<std::size_t> provider::poll_cq(cq*, std::span<work_completion>) { return not_supported(); }
+result<cq*> provider::get_cq_event(comp_channel*) { return not_supported(); }
+void provider::ack_cq_events(cq*, unsigned) noexcept {}
+result<srq*> provider::create_srq(pd*, std::uint32_t, std::uint32_t) { return not_supported(); }
+std::error_code provider::destroy_srq(srq*) noexcept { return not_supported(); }
+std::error_code provider::post_srq_recv(srq*, const recv_wr&) { return not_supported(); }
 
 provider& default_provider() {
   if (override_provider != nullptr) return *override_provider;

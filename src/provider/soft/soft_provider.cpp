@@ -3,6 +3,9 @@
 #include "core/log_internal.hpp"
 #include "provider/event_queue.hpp"
 #include "provider/handle_cast.hpp"
+#include "provider/soft/soft_datapath.hpp"
+#include "provider/soft/soft_device.hpp"
+#include "provider/soft/soft_wire.hpp"
 
 #include <infiniband/verbs.h>
 #include <netdb.h>
@@ -11,6 +14,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -38,9 +42,9 @@ namespace arpma::provider {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-// A real ibv_context allocation, so the handle has the layout programs expect.
+// The device handle: a real ibv_context (soft_device.hpp).
 struct soft_provider::device_storage {
-  ibv_context context{};
+  soft_device device;
 };
 
 // The progress thread: it plays the NIC. Every socket, acceptor and timer of
@@ -88,15 +92,9 @@ class soft_provider::engine {
 
 namespace {
 
+using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame vocabulary
+
 // ---- wire protocol (docs/soft-provider.md) ---------------------------------
-
-constexpr std::uint32_t frame_magic = 0x4152504d;  // "ARPM"
-constexpr std::uint8_t frame_version = 1;
-constexpr std::size_t header_size = 12;
-constexpr std::size_t conn_fixed_size = 8;  // REQ and REP: 4 parameters + QP number
-constexpr std::size_t rej_fixed_size = 2;   // REJ: reason
-
-enum class frame_type : std::uint8_t { req = 1, rep = 2, rej = 3, rtu = 4, dreq = 5 };
 
 /// IB CM reject reasons the soft provider sends.
 constexpr std::uint16_t rej_consumer_defined = 28;
@@ -104,73 +102,6 @@ constexpr std::uint16_t rej_consumer_defined = 28;
 constexpr auto connect_timeout = std::chrono::seconds(20);
 constexpr auto handshake_timeout = std::chrono::seconds(10);
 constexpr auto linger_timeout = std::chrono::seconds(5);
-
-using header_bytes = std::array<std::uint8_t, header_size>;
-using frame = std::vector<std::uint8_t>;
-
-void put_u16(std::uint8_t* p, std::uint16_t v) noexcept {
-  p[0] = static_cast<std::uint8_t>(v >> 8);
-  p[1] = static_cast<std::uint8_t>(v);
-}
-void put_u32(std::uint8_t* p, std::uint32_t v) noexcept {
-  put_u16(p, static_cast<std::uint16_t>(v >> 16));
-  put_u16(p + 2, static_cast<std::uint16_t>(v));
-}
-std::uint16_t get_u16(const std::uint8_t* p) noexcept {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-std::uint32_t get_u32(const std::uint8_t* p) noexcept {
-  return (static_cast<std::uint32_t>(get_u16(p)) << 16) | get_u16(p + 2);
-}
-
-struct payload_bounds {
-  std::size_t min;
-  std::size_t max;
-};
-
-std::optional<payload_bounds> bounds_of(std::uint8_t type) noexcept {
-  switch (static_cast<frame_type>(type)) {
-    case frame_type::req:
-      return payload_bounds{conn_fixed_size, conn_fixed_size + max_connect_private_data};
-    case frame_type::rep:
-      return payload_bounds{conn_fixed_size, conn_fixed_size + max_accept_private_data};
-    case frame_type::rej:
-      return payload_bounds{rej_fixed_size, rej_fixed_size + max_reject_private_data};
-    case frame_type::rtu:
-    case frame_type::dreq: return payload_bounds{0, 0};
-  }
-  return std::nullopt;
-}
-
-struct frame_header {
-  frame_type type;
-  std::uint32_t length;
-};
-
-/// A header we accept: our magic and version, no flags, a known type and a
-/// payload length within that type's bounds. Anything else closes the link.
-std::optional<frame_header> parse_header(const header_bytes& h) noexcept {
-  if (get_u32(h.data()) != frame_magic || h[4] != frame_version || get_u16(h.data() + 6) != 0)
-    return std::nullopt;
-  const auto bounds = bounds_of(h[5]);
-  const std::uint32_t length = get_u32(h.data() + 8);
-  if (!bounds || length < bounds->min || length > bounds->max) return std::nullopt;
-  return frame_header{static_cast<frame_type>(h[5]), length};
-}
-
-frame make_frame(frame_type type, const std::uint8_t* fixed, std::size_t fixed_len,
-                 const void* private_data, std::size_t private_data_len) {
-  frame out(header_size + fixed_len + private_data_len);
-  put_u32(out.data(), frame_magic);
-  out[4] = frame_version;
-  out[5] = static_cast<std::uint8_t>(type);
-  put_u16(out.data() + 6, 0);
-  put_u32(out.data() + 8, static_cast<std::uint32_t>(fixed_len + private_data_len));
-  if (fixed_len > 0) std::memcpy(out.data() + header_size, fixed, fixed_len);
-  if (private_data_len > 0)
-    std::memcpy(out.data() + header_size + fixed_len, private_data, private_data_len);
-  return out;
-}
 
 frame make_conn_frame(frame_type type, const conn_param& param, std::uint32_t qp_num) {
   std::array<std::uint8_t, conn_fixed_size> fixed{param.responder_resources, param.initiator_depth,
@@ -192,37 +123,9 @@ struct soft_channel {
   event_queue queue;
 };
 
-struct soft_pd {
-  std::atomic<int> qps{0};
-};
-
-struct soft_comp_channel {
-  int fd = -1;
-  std::atomic<int> cqs{0};
-  soft_comp_channel() = default;
-  soft_comp_channel(const soft_comp_channel&) = delete;
-  soft_comp_channel& operator=(const soft_comp_channel&) = delete;
-  soft_comp_channel(soft_comp_channel&&) = delete;
-  soft_comp_channel& operator=(soft_comp_channel&&) = delete;
-  ~soft_comp_channel() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-struct soft_cq {
-  soft_comp_channel* channel = nullptr;
-  int cqe = 0;
-  bool armed = false;
-  std::atomic<int> qps{0};
-};
-
-struct soft_qp {
-  soft_pd* pd = nullptr;
-  soft_cq* send_cq = nullptr;
-  soft_cq* recv_cq = nullptr;
-  qp_config caps;
-  std::uint32_t num = 0;
-};
+using soft_dp::soft_cq;
+using soft_dp::soft_pd;
+using soft_dp::soft_qp;
 
 /// Where an id is in the connection lifecycle (IB CM states, simplified).
 enum class conn_state : std::uint8_t {
@@ -250,7 +153,9 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   sockaddr_storage dst{};
   bool addr_resolved = false;
   bool route_resolved = false;
-  std::unique_ptr<soft_qp> qp;
+  /// Shared with the progress thread, which takes a reference under `mutex`
+  /// for each data frame; destroy_qp stops it from producing completions.
+  std::shared_ptr<soft_qp> qp;
   /// Passive id of a CONNECT_REQUEST: its listener. Compared, never followed.
   const soft_id* listener = nullptr;
   /// The progress thread's io_context once the id has sockets.
@@ -276,9 +181,38 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   bool connect_done = false;
   bool connect_timed_out = false;
   bool accept_failing = false;
-  header_bytes header{};
-  std::vector<std::uint8_t> payload;
+  bool rx_waiting = false;  ///< an async_wait for readability is pending
+  /// Requests waiting behind a SEND that found no receive (RNR); responses
+  /// keep flowing meanwhile, as the two directions of an RC QP are independent.
+  /// Under rx_mutex.
+  std::deque<std::pair<frame_type, frame>> stalled;
+  std::size_t stalled_bytes = 0;
+  bool reading_paused = false;
+  std::chrono::steady_clock::time_point rnr_deadline;
+  std::optional<asio::steady_timer> rnr_timer;
+  std::chrono::milliseconds rnr_timeout{};
+
+  // The link's receiving side (under rx_mutex, either thread; pump_locked).
+  std::mutex rx_mutex;
+  std::vector<std::uint8_t> rx;
+  std::size_t rx_begin = 0;
+  std::size_t rx_end = 0;
+  bool rx_data_seen = false;
+  int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
+
+  // The link's sending side, for any thread: application threads write their
+  // requests straight to the socket when nothing is queued (no hop through
+  // the progress thread), else frames queue for the progress thread.
+  std::mutex tx_mutex;
+  int tx_fd = -1;          ///< the socket while it is open and connected
+  bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
   std::deque<frame> out;
+  std::size_t out_offset = 0;                   ///< bytes of out.front() already written
+  std::size_t in_flight = 0;                    ///< frames of `out` in the current async_write
+  std::uint32_t ack_pending = 0;                ///< requests executed, acknowledgement not yet sent
+  bool ack_ticker = false;                      ///< ack_timer runs
+  int ack_idle = 0;                             ///< ticks in a row that found nothing to send
+  std::optional<asio::steady_timer> ack_timer;  ///< the progress thread's
   bool writing = false;
   after_write then = after_write::nothing;
 
@@ -376,16 +310,35 @@ std::uint16_t local_port_of(const tcp::socket& socket) noexcept {
 
 using id_ptr = std::shared_ptr<soft_id>;
 
-void read_frame(const id_ptr& id);
-void on_frame(const id_ptr& id, frame_type type);
+/// How often a SEND waiting for a receive looks again (IB's RNR NAK timer is
+/// of this order: librpma's min_rnr_timer 12 is 0.64 ms).
+constexpr auto rnr_retry_interval = std::chrono::milliseconds(1);
+/// Requests held behind a waiting SEND before the link stops being read (TCP
+/// flow control then holds the peer back).
+constexpr std::size_t max_stalled_bytes = std::size_t{16} << 20;
+
+void write_next(const id_ptr& id);
 
 /// Closes everything the id has on the wire; idempotent.
 void close_link(const id_ptr& id) {
   id->link_closed = true;
+  {
+    // After this no application thread writes to the descriptor.
+    const std::lock_guard lock(id->tx_mutex);
+    id->tx_fd = -1;
+  }
   boost::system::error_code ignored;
   if (id->socket) id->socket->close(ignored);
   if (id->acceptor) id->acceptor->close(ignored);
   if (id->timer) id->timer->cancel();
+  if (id->rnr_timer) id->rnr_timer->cancel();
+  if (id->ack_timer) id->ack_timer->cancel();
+}
+
+/// The connection is over: the QP's outstanding work completes with
+/// WR_FLUSH_ERR (verbs' error state). Called with the id's mutex held.
+void flush_qp_locked(soft_id& id) {
+  if (id.qp) soft_dp::to_error(*id.qp);
 }
 
 /// The link broke (EOF, reset, a write error, or a frame we do not accept):
@@ -406,6 +359,7 @@ void link_failed(const id_ptr& id, int err) {
         break;
       case conn_state::established:
         id->state = conn_state::disconnected;
+        flush_qp_locked(*id);
         id->push_locked(cm_event_type::disconnected);
         id->push_locked(cm_event_type::timewait_exit);
         break;
@@ -415,38 +369,180 @@ void link_failed(const id_ptr& id, int err) {
   close_link(id);
 }
 
-void write_next(const id_ptr& id) {
-  if (id->link_closed) {
-    id->out.clear();
-    id->writing = false;
-    return;
-  }
-  if (id->out.empty()) {
-    id->writing = false;
-    if (id->then == after_write::shutdown_send) {
-      boost::system::error_code ignored;
-      id->socket->shutdown(tcp::socket::shutdown_send, ignored);
+/// Writes what it can of `first` then `second` without blocking, in one
+/// call; the number of bytes written (a hard error writes nothing more: the
+/// progress thread's write reports it).
+std::size_t send_now(int fd, const frame& first, const frame& second) noexcept {
+  const std::size_t total = first.size() + second.size();
+  std::size_t done = 0;
+  while (done < total) {
+    std::array<iovec, 2> iov{};
+    std::size_t count = 0;
+    if (done < first.size())
+      iov[count++] = {const_cast<std::uint8_t*>(first.data()) + done, first.size() - done};
+    const std::size_t into_second = done > first.size() ? done - first.size() : 0;
+    if (!second.empty())
+      iov[count++] = {const_cast<std::uint8_t*>(second.data()) + into_second,
+                      second.size() - into_second};
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
     }
-    return;
   }
-  id->writing = true;
-  asio::async_write(*id->socket, asio::buffer(id->out.front()),
-                    [id](const boost::system::error_code& ec, std::size_t /*n*/) {
-                      id->out.pop_front();
-                      if (ec && !id->link_closed) {
-                        id->writing = false;
-                        id->out.clear();
-                        link_failed(id, errno_of(ec));
-                        return;
-                      }
-                      write_next(id);
-                    });
+  return done;
 }
 
+bool is_ack(const frame& f) noexcept {
+  return f.size() == header_size + 4 && f[5] == static_cast<std::uint8_t>(frame_type::ack);
+}
+
+/// Queues `f` behind the frames being written; consecutive acknowledgements
+/// not yet handed to the socket become one. Called with tx_mutex held.
+void enqueue(soft_id& id, frame f) {
+  const std::size_t last = id.out.size() - 1;
+  const bool untouched =
+      !id.out.empty() && last >= id.in_flight && (last > 0 || id.out_offset == 0);
+  if (untouched && is_ack(f) && is_ack(id.out.back())) {
+    std::uint8_t* count = id.out.back().data() + header_size;
+    put_u32(count, get_u32(count) + get_u32(f.data() + header_size));
+    return;
+  }
+  id.out.push_back(std::move(f));
+}
+
+/// The acknowledgements not yet sent, as one ACK frame (empty when none).
+/// Called with tx_mutex held.
+frame take_acks(soft_id& id) {
+  if (id.ack_pending == 0) return {};
+  std::array<std::uint8_t, 4> count{};
+  put_u32(count.data(), id.ack_pending);
+  id.ack_pending = 0;
+  return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
+}
+
+/// Puts `first` then `second` (either may be empty) on the wire after every
+/// frame before them: written at once when nothing is queued, else queued
+/// for the progress thread. Called with `lock` (tx_mutex) held; may release it.
+void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first, frame second) {
+  if (id->writing || !id->out.empty()) {
+    if (!first.empty()) enqueue(*id, std::move(first));
+    if (!second.empty()) enqueue(*id, std::move(second));
+    return;
+  }
+  const std::size_t sent = send_now(id->tx_fd, first, second);
+  if (sent == first.size() + second.size()) return;
+  if (sent < first.size()) {
+    id->out_offset = sent;
+    id->out.push_back(std::move(first));
+    if (!second.empty()) id->out.push_back(std::move(second));
+  } else {
+    id->out_offset = sent - first.size();
+    id->out.push_back(std::move(second));
+  }
+  id->writing = true;
+  lock.unlock();
+  asio::post(*id->io, [id] { write_next(id); });
+}
+
+/// Sends a frame on the id's link, from any thread, in order with every frame
+/// sent before; dropped when the link is not open or is half-closed. An ACK
+/// is only counted: it rides along with the next frame (a reply usually
+/// follows at once) or goes out at the next flush_acks.
 void send_frame(const id_ptr& id, frame f) {
-  if (id->link_closed || !id->socket) return;
-  id->out.push_back(std::move(f));
-  if (!id->writing) write_next(id);
+  std::unique_lock lock(id->tx_mutex);
+  if (id->tx_fd < 0 || id->tx_sealed) return;
+  if (is_ack(f)) {
+    id->ack_pending += get_u32(f.data() + header_size);
+    return;
+  }
+  transmit(id, lock, take_acks(*id), std::move(f));
+}
+
+/// Sends the acknowledgements still pending, alone.
+void flush_acks(const id_ptr& id) {
+  std::unique_lock lock(id->tx_mutex);
+  if (id->ack_pending == 0 || id->tx_fd < 0 || id->tx_sealed) return;
+  transmit(id, lock, take_acks(*id), {});
+}
+
+/// Acknowledgements an application thread left pending are sent by the
+/// progress thread within `ack_delay` if nothing carries them sooner. The
+/// ticker runs while they keep coming, so a busy link costs one timer per
+/// tick, not a wake-up per frame.
+constexpr auto ack_delay = std::chrono::milliseconds(1);
+constexpr int ack_idle_ticks = 100;
+
+void ack_tick(const id_ptr& id) {
+  id->ack_timer->expires_after(ack_delay);
+  id->ack_timer->async_wait([id](const boost::system::error_code& ec) {
+    std::unique_lock lock(id->tx_mutex);
+    frame acks;
+    if (!ec && !id->link_closed && id->tx_fd >= 0 && !id->tx_sealed) acks = take_acks(*id);
+    id->ack_idle = acks.empty() ? id->ack_idle + 1 : 0;
+    id->ack_ticker = !ec && !id->link_closed && id->ack_idle < ack_idle_ticks;
+    const bool again = id->ack_ticker;
+    if (!acks.empty()) transmit(id, lock, std::move(acks), {});
+    if (again) ack_tick(id);
+  });
+}
+
+void ensure_ack_ticker(const id_ptr& id) {
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->ack_pending == 0 || id->ack_ticker) return;
+    id->ack_ticker = true;
+    id->ack_idle = 0;
+  }
+  try {
+    asio::post(*id->io, [id] {
+      if (!id->ack_timer) id->ack_timer.emplace(*id->io);
+      ack_tick(id);
+    });
+  } catch (const std::bad_alloc&) {
+    const std::lock_guard lock(id->tx_mutex);
+    id->ack_ticker = false;  // the next poll flushes, or tries again
+  }
+}
+
+/// The progress thread's writer: everything queued, in one gathered write.
+void write_next(const id_ptr& id) {
+  std::vector<asio::const_buffer> buffers;
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->link_closed || id->out.empty()) {
+      id->out.clear();
+      id->out_offset = 0;
+      id->writing = false;
+      if (!id->link_closed && id->then == after_write::shutdown_send) {
+        boost::system::error_code ignored;
+        id->socket->shutdown(tcp::socket::shutdown_send, ignored);
+      }
+      return;
+    }
+    id->writing = true;
+    id->in_flight = std::min<std::size_t>(id->out.size(), 64);
+    for (std::size_t i = 0; i < id->in_flight; ++i)
+      buffers.push_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
+  }
+  asio::async_write(*id->socket, buffers,
+                    [id](const boost::system::error_code& ec, std::size_t /*n*/) {
+                      {
+                        const std::lock_guard lock(id->tx_mutex);
+                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight)
+                          id->out.pop_front();
+                        id->out_offset = 0;
+                        if (ec) id->out.clear();
+                      }
+                      if (ec && !id->link_closed) return link_failed(id, errno_of(ec));
+                      write_next(id);
+                    });
 }
 
 /// Half-closes the link once the queued frames are out; the read side runs
@@ -454,8 +550,14 @@ void send_frame(const id_ptr& id, frame f) {
 /// linger timeout whatever the peer does (for ids nobody owns any more).
 void finish_link(const id_ptr& id, bool bounded) {
   if (id->link_closed || !id->socket) return;
-  id->then = after_write::shutdown_send;
-  if (!id->writing) write_next(id);
+  bool idle = false;
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    id->tx_sealed = true;
+    id->then = after_write::shutdown_send;
+    idle = !id->writing;
+  }
+  if (idle) write_next(id);
   if (bounded && id->timer) {
     id->timer->expires_after(linger_timeout);
     id->timer->async_wait([id](const boost::system::error_code& ec) {
@@ -464,32 +566,282 @@ void finish_link(const id_ptr& id, bool bounded) {
   }
 }
 
-void read_frame(const id_ptr& id) {
-  if (id->link_closed) return;
-  asio::async_read(*id->socket, asio::buffer(id->header),
-                   [id](const boost::system::error_code& ec, std::size_t /*n*/) {
-                     if (id->link_closed) return;
-                     if (ec) return link_failed(id, errno_of(ec));
-                     const auto h = parse_header(id->header);
-                     if (!h) return link_failed(id, EPROTO);
-                     id->payload.resize(h->length);
-                     if (h->length == 0) return on_frame(id, h->type);
-                     asio::async_read(*id->socket, asio::buffer(id->payload),
-                                      [id, type = h->type](const boost::system::error_code& ec2,
-                                                           std::size_t /*n*/) {
-                                        if (id->link_closed) return;
-                                        if (ec2) return link_failed(id, errno_of(ec2));
-                                        on_frame(id, type);
-                                      });
-                   });
+/// The link is open for frames from any thread (after connect or accept).
+void open_tx(soft_id& id) {
+  const std::lock_guard lock(id.tx_mutex);
+  id.tx_fd = id.socket->native_handle();
 }
 
-/// One complete, well-formed frame arrived on an id's link.
-void on_frame(const id_ptr& id, frame_type type) {
-  const std::uint8_t* body = id->payload.data();
-  const std::size_t size = id->payload.size();
+/// How a QP writes its frames: through the id's link while the id lives.
+std::function<void(frame)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f));
+  };
+}
+
+void pump_from_application(const id_ptr& id);
+
+/// The QP of an id that just became established can carry data.
+void qp_ready_locked(const id_ptr& id) {
+  if (!id->qp) return;
+  soft_dp::make_ready(*id->qp, link_of(id), [weak = std::weak_ptr<soft_id>(id)] {
+    if (const id_ptr alive = weak.lock()) pump_from_application(alive);
+  });
+}
+
+// ---- receiving -------------------------------------------------------------------
+//
+// One receiver per link, run under rx_mutex by the progress thread (every
+// frame) or by an application thread polling a CQ of the link's QP (data
+// frames only, no thread hop; whatever it cannot finish it hands over).
+
+/// What the receiver does after a frame.
+enum class rx_next : std::uint8_t {
+  more,       ///< go on
+  stop,       ///< the link is closed, or reading is paused
+  hand_over,  ///< application thread: leave this (unconsumed) to the progress thread
+};
+
+enum class rx_mode : std::uint8_t { progress, application };
+
+/// Frames buffered before anything has been seen, and once data flows.
+constexpr std::size_t rx_small = 512;
+constexpr std::size_t rx_large = std::size_t{256} << 10;
+
+void pump(const id_ptr& id);
+
+/// Room in the buffer for a frame of `frame_size` bytes at its start.
+void make_room(soft_id& id, std::size_t frame_size) {
+  const std::size_t pending = id.rx_end - id.rx_begin;
+  if (id.rx_begin > 0 && (id.rx_end == id.rx.size() || id.rx.size() - id.rx_begin < frame_size)) {
+    std::memmove(id.rx.data(), id.rx.data() + id.rx_begin, pending);
+    id.rx_begin = 0;
+    id.rx_end = pending;
+  }
+  const std::size_t want = std::max(frame_size, id.rx_data_seen ? rx_large : rx_small);
+  if (id.rx.size() < want) id.rx.resize(want);
+}
+
+enum class fill_result : std::uint8_t { data, would_block, failed };
+
+/// Reads what the socket has without blocking. A closed stream or an error
+/// is remembered in rx_error (an application thread cannot act on it).
+fill_result fill(soft_id& id, std::size_t frame_size) {
+  make_room(id, frame_size);
+  ssize_t n = 0;
+  {
+    // The descriptor stays open during the call (close_link takes the lock).
+    const std::lock_guard lock(id.tx_mutex);
+    if (id.tx_fd < 0) return fill_result::would_block;
+    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, id.rx.size() - id.rx_end, MSG_DONTWAIT);
+  }
+  if (n > 0) {
+    id.rx_end += static_cast<std::size_t>(n);
+    return fill_result::data;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return fill_result::would_block;
+  id.rx_error = n == 0 ? ECONNRESET : errno;
+  return fill_result::failed;
+}
+
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload);
+
+/// A data frame on an application thread: only what needs neither a timer
+/// nor a socket operation (nothing stalled, no RNR wait, no failure).
+rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (!is_data(type) || (soft_dp::is_request(type) && !id->stalled.empty()))
+    return rx_next::hand_over;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established) return rx_next::hand_over;
+    qp = id->qp;
+  }
+  if (!qp) return rx_next::hand_over;
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::rnr_wait: return rx_next::hand_over;  // nothing happened yet
+    case soft_dp::verdict::protocol_error: id->rx_error = EPROTO; return rx_next::hand_over;
+  }
+  return rx_next::hand_over;
+}
+
+/// The progress thread acts on a failure, wherever it was seen.
+bool failed_link(const id_ptr& id, rx_mode mode) {
+  if (id->rx_error == 0) return false;
+  if (mode == rx_mode::progress) link_failed(id, id->rx_error);
+  return true;
+}
+
+/// Consumes the buffered frames and reads more until the socket has nothing.
+/// Called with rx_mutex held.
+rx_next pump_locked(const id_ptr& id, rx_mode mode) {
+  for (;;) {
+    if (failed_link(id, mode))
+      return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
+    if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
+    const std::size_t avail = id->rx_end - id->rx_begin;
+    std::size_t need = header_size;
+    if (avail >= header_size) {
+      header_bytes bytes{};
+      std::memcpy(bytes.data(), id->rx.data() + id->rx_begin, header_size);
+      const auto h = parse_header(bytes);
+      if (!h) {
+        id->rx_error = EPROTO;
+        continue;
+      }
+      need = header_size + h->length;
+      if (avail >= need) {
+        const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
+                                                    h->length);
+        if (is_data(h->type)) id->rx_data_seen = true;
+        const rx_next next = mode == rx_mode::progress ? handle_frame(id, h->type, payload)
+                                                       : handle_inline(id, h->type, payload);
+        if (next == rx_next::hand_over) return next;
+        id->rx_begin += need;
+        if (id->rx_begin == id->rx_end) id->rx_begin = id->rx_end = 0;
+        if (next == rx_next::stop) return next;
+        continue;
+      }
+    }
+    if (fill(*id, need) == fill_result::would_block) return rx_next::more;
+  }
+}
+
+void wait_readable(const id_ptr& id) {
+  if (id->rx_waiting || id->link_closed) return;
+  id->rx_waiting = true;
+  id->socket->async_wait(tcp::socket::wait_read, [id](const boost::system::error_code& ec) {
+    id->rx_waiting = false;
+    if (id->link_closed) return;
+    if (ec) return link_failed(id, errno_of(ec));
+    pump(id);
+  });
+}
+
+/// The progress thread's receiver: runs until the socket is drained, then
+/// waits for it to become readable again.
+void pump(const id_ptr& id) {
+  rx_next next = rx_next::stop;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    if (id->reading_paused) return;
+    next = pump_locked(id, rx_mode::progress);
+  }
+  flush_acks(id);  // everything readable is executed: acknowledge it in one frame
+  if (next == rx_next::more) wait_readable(id);
+}
+
+/// An application thread polling a CQ moves its link's frames itself; what
+/// it cannot finish goes to the progress thread.
+void pump_from_application(const id_ptr& id) {
+  std::unique_lock lock(id->rx_mutex, std::try_to_lock);
+  if (!lock.owns_lock() || id->reading_paused) return;  // the progress thread is at it
+  // What the last poll executed and no reply carried is acknowledged now.
+  flush_acks(id);
+  const rx_next next = pump_locked(id, rx_mode::application);
+  lock.unlock();
+  ensure_ack_ticker(id);
+  if (next != rx_next::hand_over) return;
+  try {
+    asio::post(*id->io, [id] { pump(id); });
+  } catch (const std::bad_alloc&) {
+    // The progress thread's own wait for readability takes over.
+  }
+}
+
+// ---- data frames -------------------------------------------------------------------
+
+void drain_stalled(const id_ptr& id);
+
+void schedule_rnr_retry(const id_ptr& id) {
+  if (!id->rnr_timer) id->rnr_timer.emplace(*id->io);
+  id->rnr_timer->expires_after(rnr_retry_interval);
+  id->rnr_timer->async_wait([id](const boost::system::error_code& ec) {
+    if (!ec && !id->link_closed) drain_stalled(id);
+  });
+}
+
+/// Keeps a copy of the request for later and goes on reading (responses must
+/// flow); past the bound, reading pauses and TCP holds the peer back.
+rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  id->stalled_bytes += payload.size();
+  id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
+  if (id->stalled_bytes <= max_stalled_bytes) return rx_next::more;
+  id->reading_paused = true;
+  return rx_next::stop;
+}
+
+std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
+  const std::lock_guard lock(id->mutex);
+  return id->qp;
+}
+
+/// Executes the stalled requests in order until one waits again.
+void drain_stalled(const id_ptr& id) {
+  const std::shared_ptr<soft_qp> qp = qp_of(id);
+  bool resume = false;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    while (!id->stalled.empty()) {
+      const auto& [type, payload] = id->stalled.front();
+      auto verdict = qp ? soft_dp::on_frame(*qp, type, payload) : soft_dp::verdict::done;
+      if (verdict == soft_dp::verdict::rnr_wait) {
+        if (std::chrono::steady_clock::now() < id->rnr_deadline) {
+          flush_acks(id);
+          return schedule_rnr_retry(id);
+        }
+        soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
+      }
+      if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
+      id->stalled_bytes -= payload.size();
+      id->stalled.pop_front();
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
+    }
+    resume = id->reading_paused;
+    id->reading_paused = false;
+  }
+  flush_acks(id);
+  if (resume) pump(id);
+}
+
+/// A data-path frame: executed against the id's QP (a request), or retiring
+/// its send queue (a response).
+rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  conn_state state = conn_state::idle;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    state = id->state;
+    qp = id->qp;
+  }
+  // After our disconnect the QP is in error: what still arrives is dropped.
+  if (state == conn_state::disconnected || !qp) return rx_next::more;
+  if (state != conn_state::established) {
+    link_failed(id, EPROTO);
+    return rx_next::stop;
+  }
+  if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type, payload);
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::protocol_error: link_failed(id, EPROTO); return rx_next::stop;
+    case soft_dp::verdict::rnr_wait: {
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
+      const rx_next next = stall(id, type, payload);
+      schedule_rnr_retry(id);
+      return next;
+    }
+  }
+  return rx_next::more;
+}
+
+/// One complete, well-formed frame arrived on an id's link (progress thread).
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (is_data(type)) return on_data(id, type, payload);
+  const std::uint8_t* body = payload.data();
+  const std::size_t size = payload.size();
   bool valid = true;
-  bool reply_rtu = false;
   bool half_close = false;
   bool keep_reading = true;
   {
@@ -501,9 +853,11 @@ void on_frame(const id_ptr& id, frame_type type) {
           break;
         }
         id->state = conn_state::established;
+        // RTU goes out before the application can post anything after it.
+        send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
+        qp_ready_locked(id);
         id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
                         size - conn_fixed_size);
-        reply_rtu = true;
         break;
       case frame_type::rej:
         if (id->state != conn_state::req_sent) {
@@ -521,11 +875,13 @@ void on_frame(const id_ptr& id, frame_type type) {
           break;
         }
         id->state = conn_state::established;
+        qp_ready_locked(id);
         id->push_locked(cm_event_type::established);
         break;
       case frame_type::dreq:
         if (id->state == conn_state::established) {
           id->state = conn_state::disconnected;
+          flush_qp_locked(*id);
           id->push_locked(cm_event_type::disconnected);
           id->push_locked(cm_event_type::timewait_exit);
           half_close = true;
@@ -533,14 +889,19 @@ void on_frame(const id_ptr& id, frame_type type) {
           valid = false;  // a disconnect crossing ours is fine, any other is not
         }
         break;
-      case frame_type::req: valid = false; break;  // only as the first frame of a link
+      default: valid = false; break;  // REQ: only as the first frame of a link
     }
   }
-  if (!valid) return link_failed(id, EPROTO);
-  if (!keep_reading) return close_link(id);
-  if (reply_rtu) send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
+  if (!valid) {
+    link_failed(id, EPROTO);
+    return rx_next::stop;
+  }
+  if (!keep_reading) {
+    close_link(id);
+    return rx_next::stop;
+  }
   if (half_close) finish_link(id, false);
-  read_frame(id);
+  return rx_next::more;
 }
 
 // ---- passive side: connections arriving at a listener -------------------------
@@ -574,6 +935,8 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->on_device = true;
   child->port = local_port_of(in->socket);
   child->socket.emplace(std::move(in->socket));
+  child->rnr_timeout = listener->rnr_timeout;
+  open_tx(*child);
   child->timer.emplace(child->socket->get_executor());
   in->timer.cancel();
   {
@@ -595,7 +958,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
                 event.private_data_len);
     child->channel->queue.push(event);
   }
-  read_frame(child);
+  pump(child);
 }
 
 void read_request(const std::shared_ptr<incoming>& in) {
@@ -676,8 +1039,9 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
         }
         if (!proceed) return close_link(id);
         tune(*id->socket);
+        open_tx(*id);
         send_frame(id, std::move(request));
-        read_frame(id);
+        pump(id);
       });
 }
 
@@ -730,7 +1094,7 @@ soft_provider::engine& soft_provider::progress() {
 }
 
 bool soft_provider::owns(const device* dev) const noexcept {
-  return dev != nullptr && dev == &device_->context;
+  return dev != nullptr && dev == device_->device.context();
 }
 
 result<device*> soft_provider::find_device(const char* addr, bool remote) {
@@ -750,7 +1114,7 @@ result<device*> soft_provider::find_device(const char* addr, bool remote) {
     ARPMA_LOG_FAILURE(remote ? "no route to the address" : "not a local address", ec);
     return ec;
   }
-  return &device_->context;
+  return device_->device.context();
 }
 
 // ---- connection manager ----------------------------------------------------
@@ -780,6 +1144,7 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   auto id = std::make_shared<soft_id>();
   id->channel = as<soft_channel>(channel);
   id->context = context;
+  id->rnr_timeout = rnr_timeout_;
   id->self = id;
   return handle<cm_id>(id.get());
 }
@@ -844,7 +1209,7 @@ std::error_code soft_provider::resolve_route(cm_id* h, int /*timeout_ms*/) {
 device* soft_provider::id_device(const cm_id* h) const noexcept {
   const auto* id = as<const soft_id>(h);
   const std::lock_guard lock(id->mutex);
-  return id->addr_resolved || id->on_device ? &device_->context : nullptr;
+  return id->addr_resolved || id->on_device ? device_->device.context() : nullptr;
 }
 
 // ---- connection lifecycle ----------------------------------------------------
@@ -1003,6 +1368,7 @@ std::error_code soft_provider::disconnect(cm_id* h) {
     });
     // rdma_cm reports the disconnect on the caller's side too.
     id->state = conn_state::disconnected;
+    flush_qp_locked(*id);
     id->push_locked(cm_event_type::disconnected);
     id->push_locked(cm_event_type::timewait_exit);
     return {};
@@ -1043,97 +1409,64 @@ void soft_provider::set_context(cm_id* h, std::uint64_t context) noexcept {
   id->context = context;
 }
 
-// ---- verbs ------------------------------------------------------------------
-
-result<pd*> soft_provider::alloc_pd(device* dev) {
-  if (!owns(dev)) return sys(EINVAL);
-  return handle<pd>(new soft_pd);
-}
-
-std::error_code soft_provider::dealloc_pd(pd* h) noexcept {
-  auto* p = as<soft_pd>(h);
-  if (p->qps > 0) return sys(EBUSY);
-  delete p;
-  return {};
-}
-
-result<comp_channel*> soft_provider::create_comp_channel(device* dev) {
-  if (!owns(dev)) return sys(EINVAL);
-  auto* channel = new soft_comp_channel;
-  channel->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (channel->fd < 0) {
-    const auto ec = sys(errno);
-    delete channel;
-    return ec;
-  }
-  return handle<comp_channel>(channel);
-}
-
-std::error_code soft_provider::destroy_comp_channel(comp_channel* h) noexcept {
-  auto* channel = as<soft_comp_channel>(h);
-  if (channel->cqs > 0) return sys(EBUSY);
-  delete channel;
-  return {};
-}
-
-int soft_provider::comp_channel_fd(const comp_channel* h) const noexcept {
-  return as<const soft_comp_channel>(h)->fd;
-}
-
-result<cq*> soft_provider::create_cq(device* dev, int cqe, comp_channel* channel) {
-  if (!owns(dev) || cqe <= 0) return sys(EINVAL);
-  auto* c = new soft_cq;
-  c->channel = as<soft_comp_channel>(channel);
-  c->cqe = cqe;
-  if (c->channel != nullptr) ++c->channel->cqs;
-  return handle<cq>(c);
-}
-
-std::error_code soft_provider::destroy_cq(cq* h) noexcept {
-  auto* c = as<soft_cq>(h);
-  if (c->qps > 0) return sys(EBUSY);
-  if (c->channel != nullptr) --c->channel->cqs;
-  delete c;
-  return {};
-}
-
-std::error_code soft_provider::req_notify_cq(cq* h, bool /*solicited_only*/) {
-  as<soft_cq>(h)->armed = true;
-  return {};
-}
+// ---- verbs (the objects without a link are in soft_datapath_objects.cpp) ----
 
 std::error_code soft_provider::create_qp(cm_id* h, pd* p, const qp_config& config) {
   auto* id = as<soft_id>(h);
   // An id has a device once its address is resolved (active) or it is bound
   // to a local address (passive, and the ids of CONNECT_REQUESTs).
   if (id->qp || p == nullptr || config.send_cq == nullptr || config.recv_cq == nullptr ||
-      id_device(h) == nullptr)
+      id_device(h) == nullptr || config.max_send_wr == 0)
     return sys(EINVAL);
-  auto qp = std::make_unique<soft_qp>();
+  auto qp = std::make_shared<soft_qp>();
   qp->pd = as<soft_pd>(p);
   qp->send_cq = as<soft_cq>(config.send_cq);
   qp->recv_cq = as<soft_cq>(config.recv_cq);
+  qp->srq = as<soft_dp::soft_srq>(config.shared_rq);
   qp->caps = config;
   qp->num = next_qp_num_.fetch_add(1) & 0xffffffu;  // QP numbers are 24 bits
-  ++qp->pd->qps;
+  ++qp->pd->users;
   ++qp->send_cq->qps;
   ++qp->recv_cq->qps;
+  if (qp->srq != nullptr) ++qp->srq->qps;
+  soft_dp::attach(qp);
+  const std::lock_guard lock(id->mutex);
   id->qp = std::move(qp);
   return {};
 }
 
 void soft_provider::destroy_qp(cm_id* h) noexcept {
   auto* id = as<soft_id>(h);
-  if (!id->qp) return;
-  --id->qp->pd->qps;
-  --id->qp->send_cq->qps;
-  --id->qp->recv_cq->qps;
-  id->qp.reset();
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    qp = std::move(id->qp);
+  }
+  if (!qp) return;
+  // The progress thread may hold a reference; from here on it produces nothing.
+  soft_dp::destroy(*qp);
+  soft_dp::detach(qp);
+  --qp->pd->users;
+  --qp->send_cq->qps;
+  --qp->recv_cq->qps;
+  if (qp->srq != nullptr) --qp->srq->qps;
 }
 
 std::uint32_t soft_provider::qp_num(const cm_id* h) const noexcept {
   const auto* id = as<const soft_id>(h);
   return id->qp ? id->qp->num : 0;
+}
+
+std::error_code soft_provider::post_send(cm_id* h, const send_wr& wr) {
+  auto* id = as<soft_id>(h);
+  if (!id->qp) return sys(EINVAL);
+  return soft_dp::post_send(*id->qp, wr);
+}
+
+std::error_code soft_provider::post_recv(cm_id* h, const recv_wr& wr) {
+  auto* id = as<soft_id>(h);
+  if (!id->qp) return sys(EINVAL);
+  return soft_dp::post_recv(*id->qp, wr);
 }
 
 }  // namespace arpma::provider

@@ -2,13 +2,16 @@
 // machine. It covers the device, the connection manager (address and route
 // resolution, and the connection lifecycle over TCP: bind, listen, connect,
 // accept, reject, disconnect, migration) and the verbs objects a connection
-// request is made of (PD, completion channels, CQs, RC QPs); the data path
-// comes next. docs/soft-provider.md describes the threads and the wire protocol.
+// request is made of (PD, completion channels, CQs, RC QPs), and the data path
+// (MRs, SRQs, send/recv, write, read, atomic write, flush, completions;
+// soft_datapath.hpp). docs/soft-provider.md describes the threads, the rules
+// and the wire protocol.
 #pragma once
 
 #include "provider/provider.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -63,6 +66,26 @@ class soft_provider final : public provider {
   void destroy_qp(cm_id* h) noexcept override;
   std::uint32_t qp_num(const cm_id* h) const noexcept override;
 
+  device_caps caps(const device* dev) const noexcept override;
+  result<mr*> reg_mr(pd* p, void* addr, std::size_t length, int access) override;
+  std::error_code dereg_mr(mr* h) noexcept override;
+  std::uint32_t mr_lkey(const mr* h) const noexcept override;
+  std::uint32_t mr_rkey(const mr* h) const noexcept override;
+  std::error_code post_send(cm_id* h, const send_wr& wr) override;
+  std::error_code post_recv(cm_id* h, const recv_wr& wr) override;
+  result<std::size_t> poll_cq(cq* h, std::span<work_completion> out) override;
+  result<cq*> get_cq_event(comp_channel* h) override;
+  void ack_cq_events(cq* h, unsigned count) noexcept override;
+  result<srq*> create_srq(pd* p, std::uint32_t max_wr, std::uint32_t max_sge) override;
+  std::error_code destroy_srq(srq* h) noexcept override;
+  std::error_code post_srq_recv(srq* h, const recv_wr& wr) override;
+
+  /// How long a SEND (or WRITE_WITH_IMM) that finds no posted receive waits
+  /// for one before the sender gets RNR_RETRY_EXC_ERR (verbs with rnr_retry
+  /// 7 waits forever). Applies to ids created afterwards.
+  void set_rnr_timeout(std::chrono::milliseconds timeout) noexcept { rnr_timeout_ = timeout; }
+  static constexpr std::chrono::milliseconds default_rnr_timeout{10000};
+
  private:
   struct device_storage;
   class engine;
@@ -73,6 +96,7 @@ class soft_provider final : public provider {
   std::atomic<std::uint32_t> next_qp_num_;
   std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
+  std::chrono::milliseconds rnr_timeout_ = default_rnr_timeout;
 };
 
 }  // namespace arpma::provider

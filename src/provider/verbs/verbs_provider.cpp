@@ -8,6 +8,8 @@
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -34,6 +36,20 @@ auto* native(const comp_channel* c) noexcept {
   return reinterpret_cast<const ibv_comp_channel*>(c);
 }
 auto* native(cq* c) noexcept { return reinterpret_cast<ibv_cq*>(c); }
+auto* native(mr* m) noexcept { return reinterpret_cast<ibv_mr*>(m); }
+auto* native(const mr* m) noexcept { return reinterpret_cast<const ibv_mr*>(m); }
+auto* native(srq* s) noexcept { return reinterpret_cast<ibv_srq*>(s); }
+
+// The seam's values are rdma-core's; these keep the casts honest.
+static_assert(access::local_write == IBV_ACCESS_LOCAL_WRITE);
+static_assert(access::remote_write == IBV_ACCESS_REMOTE_WRITE);
+static_assert(access::remote_read == IBV_ACCESS_REMOTE_READ);
+static_assert(access::remote_atomic == IBV_ACCESS_REMOTE_ATOMIC);
+static_assert(static_cast<int>(wc_status::rem_access_err) == IBV_WC_REM_ACCESS_ERR);
+static_assert(static_cast<int>(wc_status::general_err) == IBV_WC_GENERAL_ERR);
+static_assert(static_cast<int>(wc_status::rnr_retry_exc_err) == IBV_WC_RNR_RETRY_EXC_ERR);
+static_assert(static_cast<int>(wc_opcode::atomic_write) == IBV_WC_ATOMIC_WRITE);
+static_assert(static_cast<int>(wc_opcode::recv_rdma_with_imm) == IBV_WC_RECV_RDMA_WITH_IMM);
 
 cm_event_type translate(rdma_cm_event_type type) noexcept {
   switch (type) {
@@ -274,6 +290,14 @@ std::error_code verbs_provider::create_qp(cm_id* id, pd* p, const qp_config& con
   attr.sq_sig_all = 0;
   attr.comp_mask = IBV_QP_INIT_ATTR_PD;
   attr.pd = native(p);
+  attr.srq = reinterpret_cast<ibv_srq*>(config.shared_rq);
+  // Atomic write needs the extended send ops; devices without it refuse the
+  // flag, and then the QP is made as before.
+  ibv_qp_init_attr_ex with_ops = attr;
+  with_ops.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  with_ops.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+                            IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_WRITE;
+  if (rdma_create_qp_ex(native(id), &with_ops) == 0) return {};
   return rdma_create_qp_ex(native(id), &attr) != 0 ? last_error() : std::error_code{};
 }
 
@@ -282,6 +306,153 @@ void verbs_provider::destroy_qp(cm_id* id) noexcept { rdma_destroy_qp(native(id)
 std::uint32_t verbs_provider::qp_num(const cm_id* id) const noexcept {
   const ibv_qp* qp = native(id)->qp;
   return qp != nullptr ? qp->qp_num : 0;
+}
+
+// ---- data path ------------------------------------------------------------------
+
+namespace {
+
+ibv_wr_opcode native_opcode(wr_opcode op) noexcept {
+  switch (op) {
+    case wr_opcode::send: return IBV_WR_SEND;
+    case wr_opcode::send_with_imm: return IBV_WR_SEND_WITH_IMM;
+    case wr_opcode::rdma_write: return IBV_WR_RDMA_WRITE;
+    case wr_opcode::rdma_write_with_imm: return IBV_WR_RDMA_WRITE_WITH_IMM;
+    case wr_opcode::rdma_read: return IBV_WR_RDMA_READ;
+    case wr_opcode::atomic_write: return IBV_WR_ATOMIC_WRITE;
+    case wr_opcode::flush: break;
+  }
+  return IBV_WR_DRIVER1;  // never posted
+}
+
+ibv_sge native_sge(const sge& s) noexcept { return {s.addr, s.length, s.lkey}; }
+
+// ATOMIC_WRITE exists only as an ibv_qp_ex operation.
+std::error_code post_atomic_write(ibv_qp* qp, const send_wr& wr) noexcept {
+  ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp);
+  if (qpx == nullptr || qpx->wr_atomic_write == nullptr)
+    return std::make_error_code(std::errc::operation_not_supported);
+  ibv_wr_start(qpx);
+  qpx->wr_id = wr.wr_id;
+  qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+  ibv_wr_atomic_write(qpx, wr.rkey, wr.remote_addr, wr.atomic_value.data());
+  return from_status(ibv_wr_complete(qpx));
+}
+
+work_completion translate(const ibv_wc& wc) noexcept {
+  work_completion out;
+  out.wr_id = wc.wr_id;
+  out.status = static_cast<wc_status>(wc.status);
+  out.opcode = static_cast<wc_opcode>(wc.opcode);
+  out.byte_len = wc.byte_len;
+  out.with_imm = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;
+  out.imm_data = out.with_imm ? ntohl(wc.imm_data) : 0;
+  out.qp_num = wc.qp_num;
+  out.vendor_err = wc.vendor_err;
+  return out;
+}
+
+}  // namespace
+
+device_caps verbs_provider::caps(const device* /*dev*/) const noexcept {
+  // rdma-core 44 has no flush verb, and no device capability bit for atomic
+  // write: post_send tells (EOPNOTSUPP) when the QP cannot do it.
+  return {};
+}
+
+result<mr*> verbs_provider::reg_mr(pd* p, void* addr, std::size_t length, int access) {
+  errno = 0;
+  ibv_mr* m = ibv_reg_mr(native(p), addr, length, access);
+  if (m == nullptr) return last_error();
+  return reinterpret_cast<mr*>(m);
+}
+
+std::error_code verbs_provider::dereg_mr(mr* m) noexcept {
+  return from_status(ibv_dereg_mr(native(m)));
+}
+
+std::uint32_t verbs_provider::mr_lkey(const mr* m) const noexcept { return native(m)->lkey; }
+std::uint32_t verbs_provider::mr_rkey(const mr* m) const noexcept { return native(m)->rkey; }
+
+std::error_code verbs_provider::post_send(cm_id* id, const send_wr& wr) {
+  ibv_qp* qp = native(id)->qp;
+  if (qp == nullptr) return std::make_error_code(std::errc::invalid_argument);
+  if (wr.opcode == wr_opcode::flush)
+    return std::make_error_code(std::errc::operation_not_supported);
+  if (wr.opcode == wr_opcode::atomic_write) return post_atomic_write(qp, wr);
+  ibv_sge sg = native_sge(wr.local);
+  ibv_send_wr native_wr{};
+  native_wr.wr_id = wr.wr_id;
+  native_wr.opcode = native_opcode(wr.opcode);
+  native_wr.send_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+  native_wr.sg_list = &sg;
+  native_wr.num_sge = wr.local.length > 0 ? 1 : 0;
+  native_wr.imm_data = htonl(wr.imm);
+  native_wr.wr.rdma.remote_addr = wr.remote_addr;
+  native_wr.wr.rdma.rkey = wr.rkey;
+  ibv_send_wr* bad = nullptr;
+  return from_status(ibv_post_send(qp, &native_wr, &bad));
+}
+
+std::error_code verbs_provider::post_recv(cm_id* id, const recv_wr& wr) {
+  ibv_qp* qp = native(id)->qp;
+  if (qp == nullptr) return std::make_error_code(std::errc::invalid_argument);
+  ibv_sge sg = native_sge(wr.local);
+  ibv_recv_wr native_wr{};
+  native_wr.wr_id = wr.wr_id;
+  native_wr.sg_list = &sg;
+  native_wr.num_sge = wr.local.length > 0 ? 1 : 0;
+  ibv_recv_wr* bad = nullptr;
+  return from_status(ibv_post_recv(qp, &native_wr, &bad));
+}
+
+result<std::size_t> verbs_provider::poll_cq(cq* c, std::span<work_completion> out) {
+  constexpr std::size_t batch = 16;
+  std::array<ibv_wc, batch> wcs{};
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const int want = static_cast<int>(std::min(batch, out.size() - done));
+    const int got = ibv_poll_cq(native(c), want, wcs.data());
+    if (got < 0) return from_status(got);
+    for (int i = 0; i < got; ++i) out[done++] = translate(wcs[static_cast<std::size_t>(i)]);
+    if (got < want) break;
+  }
+  return done;
+}
+
+result<cq*> verbs_provider::get_cq_event(comp_channel* channel) {
+  ibv_cq* fired = nullptr;
+  void* context = nullptr;
+  if (ibv_get_cq_event(native(channel), &fired, &context) != 0) return last_error();
+  return reinterpret_cast<cq*>(fired);
+}
+
+void verbs_provider::ack_cq_events(cq* c, unsigned count) noexcept {
+  ibv_ack_cq_events(native(c), count);
+}
+
+result<srq*> verbs_provider::create_srq(pd* p, std::uint32_t max_wr, std::uint32_t max_sge) {
+  ibv_srq_init_attr attr{};
+  attr.attr.max_wr = max_wr;
+  attr.attr.max_sge = max_sge;
+  errno = 0;
+  ibv_srq* s = ibv_create_srq(native(p), &attr);
+  if (s == nullptr) return last_error();
+  return reinterpret_cast<srq*>(s);
+}
+
+std::error_code verbs_provider::destroy_srq(srq* s) noexcept {
+  return from_status(ibv_destroy_srq(native(s)));
+}
+
+std::error_code verbs_provider::post_srq_recv(srq* s, const recv_wr& wr) {
+  ibv_sge sg = native_sge(wr.local);
+  ibv_recv_wr native_wr{};
+  native_wr.wr_id = wr.wr_id;
+  native_wr.sg_list = &sg;
+  native_wr.num_sge = wr.local.length > 0 ? 1 : 0;
+  ibv_recv_wr* bad = nullptr;
+  return from_status(ibv_post_srq_recv(native(s), &native_wr, &bad));
 }
 
 }  // namespace arpma::provider

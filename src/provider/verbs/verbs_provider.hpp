@@ -42,6 +42,20 @@ class verbs_provider final : public provider {
   std::error_code create_qp(cm_id* id, pd* pd, const qp_config& config) override;
   void destroy_qp(cm_id* id) noexcept override;
   std::uint32_t qp_num(const cm_id* id) const noexcept override;
+
+  device_caps caps(const device* dev) const noexcept override;
+  result<mr*> reg_mr(pd* pd, void* addr, std::size_t length, int access) override;
+  std::error_code dereg_mr(mr* mr) noexcept override;
+  std::uint32_t mr_lkey(const mr* mr) const noexcept override;
+  std::uint32_t mr_rkey(const mr* mr) const noexcept override;
+  std::error_code post_send(cm_id* id, const send_wr& wr) override;
+  std::error_code post_recv(cm_id* id, const recv_wr& wr) override;
+  result<std::size_t> poll_cq(cq* cq, std::span<work_completion> out) override;
+  result<cq*> get_cq_event(comp_channel* channel) override;
+  void ack_cq_events(cq* cq, unsigned count) noexcept override;
+  result<srq*> create_srq(pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) override;
+  std::error_code destroy_srq(srq* srq) noexcept override;
+  std::error_code post_srq_recv(srq* srq, const recv_wr& wr) override;
 };
 
 }  // namespace arpma::provider

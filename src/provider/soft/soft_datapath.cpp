@@ -1,0 +1,683 @@
+#include "provider/soft/soft_datapath.hpp"
+
+#include "provider/handle_cast.hpp"
+#include "provider/soft/soft_provider.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <optional>
+#include <random>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace arpma::provider::soft_dp {
+namespace {
+
+using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame vocabulary
+
+std::error_code sys(int err) noexcept { return {err, std::system_category()}; }
+
+// ---- memory regions ------------------------------------------------------------
+
+struct soft_mr {
+  soft_pd* pd = nullptr;
+  std::uint8_t* addr = nullptr;
+  std::size_t length = 0;
+  int access = 0;
+  std::uint32_t lkey = 0;
+  std::uint32_t rkey = 0;
+};
+
+/// Every MR of the process. Remote and local accesses hold the shared lock
+/// while they touch registered memory, so once dereg (exclusive) returns, no
+/// byte of the region is touched again.
+struct mr_table {
+  std::shared_mutex mutex;
+  std::unordered_map<std::uint32_t, soft_mr*> by_rkey;
+  std::unordered_map<std::uint32_t, soft_mr*> by_lkey;
+  std::random_device entropy;  ///< keys must not be guessable from earlier ones
+};
+
+mr_table& table() {
+  static mr_table instance;
+  return instance;
+}
+
+std::uint32_t fresh_key(mr_table& t, const std::unordered_map<std::uint32_t, soft_mr*>& used) {
+  for (;;) {
+    const auto key = static_cast<std::uint32_t>(t.entropy());
+    if (key != 0 && !used.contains(key)) return key;
+  }
+}
+
+soft_mr* find(const std::unordered_map<std::uint32_t, soft_mr*>& keys, std::uint32_t key) {
+  const auto it = keys.find(key);
+  return it == keys.end() ? nullptr : it->second;
+}
+
+/// The registered bytes [addr, addr + len) of `m`, if `m` belongs to `pd`,
+/// allows `need` and holds the whole range; nullptr otherwise. Overflow-safe:
+/// no sum of untrusted values is formed.
+std::uint8_t* within(const soft_mr* m, const soft_pd* pd, std::uint64_t addr, std::uint64_t len,
+                     int need) noexcept {
+  if (m == nullptr || m->pd != pd || (m->access & need) != need) return nullptr;
+  const auto base = reinterpret_cast<std::uintptr_t>(m->addr);
+  if (addr < base || len > m->length || addr - base > m->length - len) return nullptr;
+  return m->addr + (addr - base);
+}
+
+// ---- completions -----------------------------------------------------------------
+
+void complete(soft_cq& cq, const work_completion& wc) {
+  const std::lock_guard lock(cq.mutex);
+  cq.entries.push_back(wc);
+  if (cq.armed && cq.channel != nullptr) {
+    cq.armed = false;
+    soft_cq* self = &cq;
+    cq.channel->fired.push(self);
+  }
+}
+
+void complete_send(soft_qp& qp, const outstanding& o, wc_status status) {
+  if (status == wc_status::success && !o.signaled) return;
+  work_completion wc;
+  wc.wr_id = o.wr_id;
+  wc.status = status;
+  wc.opcode = o.opcode;
+  wc.byte_len = o.byte_len;
+  wc.qp_num = qp.num;
+  complete(*qp.send_cq, wc);
+}
+
+work_completion recv_completion(const soft_qp& qp, const recv_wr& r, wc_status status) {
+  work_completion wc;
+  wc.wr_id = r.wr_id;
+  wc.status = status;
+  wc.opcode = wc_opcode::recv;
+  wc.qp_num = qp.num;
+  return wc;
+}
+
+/// Verbs' error state: everything outstanding completes with WR_FLUSH_ERR.
+/// Called with the QP's mutex held.
+void flush_all(soft_qp& qp) {
+  qp.state = qp_state::error;
+  for (const outstanding& o : qp.sq) complete_send(qp, o, wc_status::wr_flush_err);
+  qp.sq.clear();
+  for (const recv_wr& r : qp.rq)
+    complete(*qp.recv_cq, recv_completion(qp, r, wc_status::wr_flush_err));
+  qp.rq.clear();
+  qp.halted = false;
+}
+
+/// A WR that failed locally completes once every WR before it has.
+void retire_local_errors(soft_qp& qp) {
+  if (qp.sq.empty() || qp.sq.front().local_error == wc_status::success) return;
+  const outstanding failed = qp.sq.front();
+  qp.sq.pop_front();
+  complete_send(qp, failed, failed.local_error);
+  flush_all(qp);
+}
+
+frame small_frame(frame_type type, std::uint32_t value) {
+  std::array<std::uint8_t, 4> fixed{};
+  put_u32(fixed.data(), value);
+  return make_frame(type, fixed.data(), fixed.size(), nullptr, 0);
+}
+
+// ---- requester -------------------------------------------------------------------
+
+wc_opcode completion_opcode(wr_opcode op) noexcept {
+  switch (op) {
+    case wr_opcode::send:
+    case wr_opcode::send_with_imm: return wc_opcode::send;
+    case wr_opcode::rdma_write:
+    case wr_opcode::rdma_write_with_imm: return wc_opcode::rdma_write;
+    case wr_opcode::rdma_read: return wc_opcode::rdma_read;
+    case wr_opcode::atomic_write: return wc_opcode::atomic_write;
+    case wr_opcode::flush: return wc_opcode::flush;
+  }
+  return wc_opcode::send;
+}
+
+bool valid(const send_wr& wr) noexcept {
+  switch (wr.opcode) {
+    case wr_opcode::send:
+    case wr_opcode::send_with_imm:
+    case wr_opcode::rdma_write:
+    case wr_opcode::rdma_write_with_imm:
+    case wr_opcode::rdma_read: return wr.local.length <= max_message;
+    case wr_opcode::atomic_write: return true;
+    case wr_opcode::flush: return wr.flush <= flush_type::persistent && wr.level <= flush_level::mr;
+  }
+  return false;
+}
+
+struct request_layout {
+  frame_type type = frame_type::send;
+  std::array<std::uint8_t, flush_size> fixed{};
+  std::size_t fixed_len = 0;
+  bool carries_data = false;
+};
+
+void put_remote(request_layout& l, const send_wr& wr) {
+  put_u32(l.fixed.data(), wr.rkey);
+  put_u64(l.fixed.data() + 4, wr.remote_addr);
+  l.fixed_len = remote_size;
+}
+
+request_layout layout_of(const send_wr& wr) {
+  request_layout l;
+  switch (wr.opcode) {
+    case wr_opcode::send: l.carries_data = true; break;
+    case wr_opcode::send_with_imm:
+      l.type = frame_type::send_imm;
+      put_u32(l.fixed.data(), wr.imm);
+      l.fixed_len = 4;
+      l.carries_data = true;
+      break;
+    case wr_opcode::rdma_write:
+      l.type = frame_type::write;
+      put_remote(l, wr);
+      l.carries_data = true;
+      break;
+    case wr_opcode::rdma_write_with_imm:
+      l.type = frame_type::write_imm;
+      put_remote(l, wr);
+      put_u32(l.fixed.data() + remote_size, wr.imm);
+      l.fixed_len = remote_size + 4;
+      l.carries_data = true;
+      break;
+    case wr_opcode::rdma_read:
+      l.type = frame_type::read_req;
+      put_remote(l, wr);
+      put_u32(l.fixed.data() + remote_size, wr.local.length);
+      l.fixed_len = read_req_size;
+      break;
+    case wr_opcode::atomic_write:
+      l.type = frame_type::atomic_write;
+      put_remote(l, wr);
+      std::copy(wr.atomic_value.begin(), wr.atomic_value.end(), l.fixed.begin() + remote_size);
+      l.fixed_len = atomic_write_size;
+      break;
+    case wr_opcode::flush:
+      l.type = frame_type::flush;
+      put_remote(l, wr);
+      put_u64(l.fixed.data() + remote_size, wr.flush_length);
+      l.fixed[remote_size + 8] = static_cast<std::uint8_t>(wr.flush);
+      l.fixed[remote_size + 9] = static_cast<std::uint8_t>(wr.level);
+      l.fixed_len = flush_size;
+      break;
+  }
+  return l;
+}
+
+/// The request frame of `wr`, its source bytes copied now (the application
+/// may not touch them before the completion anyway); an empty frame and
+/// LOC_PROT_ERR in `status` when the local buffer is not registered for it.
+frame request_frame(const soft_qp& qp, const send_wr& wr, wc_status& status) {
+  const request_layout l = layout_of(wr);
+  mr_table& t = table();
+  const std::shared_lock lock(t.mutex);
+  const std::uint8_t* data = nullptr;
+  if (wr.local.length > 0) {
+    const int need = wr.opcode == wr_opcode::rdma_read ? access::local_write : 0;
+    data = within(find(t.by_lkey, wr.local.lkey), qp.pd, wr.local.addr, wr.local.length, need);
+    if (data == nullptr) {
+      status = wc_status::loc_prot_err;
+      return {};
+    }
+  }
+  const std::size_t data_len = l.carries_data ? wr.local.length : 0;
+  return make_frame(l.type, l.fixed.data(), l.fixed_len, data, data_len);
+}
+
+outstanding describe(const send_wr& wr) noexcept {
+  outstanding o;
+  o.wr_id = wr.wr_id;
+  o.opcode = completion_opcode(wr.opcode);
+  o.signaled = wr.signaled;
+  o.local = wr.local;
+  o.byte_len = wr.opcode == wr_opcode::atomic_write ? 8
+               : wr.opcode == wr_opcode::flush      ? 0
+                                                    : wr.local.length;
+  return o;
+}
+
+// ---- responder -------------------------------------------------------------------
+
+/// A request the responder cannot execute: NAK to the requester, and this QP
+/// goes to error so nothing the requester posted later takes effect here.
+verdict refuse(soft_qp& qp, wc_status status) {
+  qp.link(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)));
+  flush_all(qp);
+  return verdict::done;
+}
+
+void acknowledge(soft_qp& qp) { qp.link(small_frame(frame_type::ack, 1)); }
+
+bool has_recv(soft_qp& qp) {
+  if (qp.srq == nullptr) return !qp.rq.empty();
+  const std::lock_guard lock(qp.srq->mutex);
+  return !qp.srq->queue.empty();
+}
+
+std::optional<recv_wr> take_recv(soft_qp& qp) {
+  std::deque<recv_wr>& queue = qp.srq != nullptr ? qp.srq->queue : qp.rq;
+  std::unique_lock<std::mutex> lock;
+  if (qp.srq != nullptr) lock = std::unique_lock(qp.srq->mutex);
+  if (queue.empty()) return std::nullopt;
+  recv_wr r = queue.front();
+  queue.pop_front();
+  return r;
+}
+
+verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
+                     std::optional<std::uint32_t> imm) {
+  const auto r = take_recv(qp);
+  if (!r) return verdict::rnr_wait;
+  work_completion wc = recv_completion(qp, *r, wc_status::success);
+  wc.byte_len = static_cast<std::uint32_t>(data.size());
+  wc.with_imm = imm.has_value();
+  wc.imm_data = imm.value_or(0);
+  if (data.size() > r->local.length) {
+    wc.status = wc_status::loc_len_err;
+    complete(*qp.recv_cq, wc);
+    return refuse(qp, wc_status::rem_inv_req_err);
+  }
+  if (!data.empty()) {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst = within(find(t.by_lkey, r->local.lkey), qp.pd, r->local.addr, data.size(),
+                               access::local_write);
+    if (dst == nullptr) {
+      wc.status = wc_status::loc_prot_err;
+      complete(*qp.recv_cq, wc);
+      return refuse(qp, wc_status::rem_op_err);
+    }
+    std::memcpy(dst, data.data(), data.size());
+  }
+  complete(*qp.recv_cq, wc);
+  acknowledge(qp);
+  return verdict::done;
+}
+
+verdict execute_write(soft_qp& qp, std::span<const std::uint8_t> p, bool with_imm) {
+  const std::uint32_t rkey = get_u32(p.data());
+  const std::uint64_t addr = get_u64(p.data() + 4);
+  const std::size_t fixed = with_imm ? remote_size + 4 : remote_size;
+  const auto data = p.subspan(fixed);
+  if (with_imm && !has_recv(qp)) return verdict::rnr_wait;  // before anything is placed
+  if (!data.empty()) {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst =
+        within(find(t.by_rkey, rkey), qp.pd, addr, data.size(), access::remote_write);
+    if (dst == nullptr) return refuse(qp, wc_status::rem_access_err);
+    std::memcpy(dst, data.data(), data.size());
+  }
+  if (const auto r = with_imm ? take_recv(qp) : std::nullopt) {
+    work_completion wc = recv_completion(qp, *r, wc_status::success);
+    wc.opcode = wc_opcode::recv_rdma_with_imm;
+    wc.byte_len = static_cast<std::uint32_t>(data.size());
+    wc.with_imm = true;
+    wc.imm_data = get_u32(p.data() + remote_size);
+    complete(*qp.recv_cq, wc);
+  }
+  acknowledge(qp);
+  return verdict::done;
+}
+
+verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
+  const std::uint32_t rkey = get_u32(p.data());
+  const std::uint64_t addr = get_u64(p.data() + 4);
+  const std::uint32_t len = get_u32(p.data() + remote_size);
+  if (len > max_message) return verdict::protocol_error;
+  mr_table& t = table();
+  const std::shared_lock lock(t.mutex);
+  const std::uint8_t* src = nullptr;
+  if (len > 0) {
+    src = within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_read);
+    if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
+  }
+  qp.link(make_frame(frame_type::read_resp, nullptr, 0, src, len));
+  return verdict::done;
+}
+
+verdict execute_atomic_write(soft_qp& qp, std::span<const std::uint8_t> p) {
+  const std::uint32_t rkey = get_u32(p.data());
+  const std::uint64_t addr = get_u64(p.data() + 4);
+  if (addr % 8 != 0) return refuse(qp, wc_status::rem_inv_req_err);
+  std::uint64_t value = 0;
+  std::memcpy(&value, p.data() + remote_size, sizeof value);
+  {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst = within(find(t.by_rkey, rkey), qp.pd, addr, 8, access::remote_write);
+    if (dst == nullptr) return refuse(qp, wc_status::rem_access_err);
+    // One 8-byte store: a local reader sees the old or the new value, never a mix.
+    __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), value, __ATOMIC_RELEASE);
+  }
+  acknowledge(qp);
+  return verdict::done;
+}
+
+/// Writes back the pages of a persistent flush (file-backed memory reaches its
+/// file; anonymous memory has nothing to do).
+void persist(const std::uint8_t* start, std::size_t len) noexcept {
+  if (len == 0) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(start) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(start) + len;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): page-aligned start of a registered range
+  (void)::msync(reinterpret_cast<void*>(first), end - first, MS_SYNC);
+}
+
+verdict execute_flush(soft_qp& qp, std::span<const std::uint8_t> p) {
+  const std::uint32_t rkey = get_u32(p.data());
+  const std::uint64_t addr = get_u64(p.data() + 4);
+  const std::uint64_t len = get_u64(p.data() + remote_size);
+  const std::uint8_t type = p[remote_size + 8];
+  const std::uint8_t level = p[remote_size + 9];
+  if (type > 1 || level > 1) return verdict::protocol_error;
+  const int need = type == 1 ? access::flush_persistent : access::flush_global;
+  {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    const soft_mr* m = find(t.by_rkey, rkey);
+    const bool whole = level == static_cast<std::uint8_t>(flush_level::mr);
+    // Level MR covers the whole region whatever the range says.
+    const std::uint8_t* start =
+        whole ? (m != nullptr
+                     ? within(m, qp.pd, reinterpret_cast<std::uintptr_t>(m->addr), m->length, need)
+                     : nullptr)
+              : within(m, qp.pd, addr, len, need);
+    if (start == nullptr) return refuse(qp, wc_status::rem_access_err);
+    // Every earlier write was placed before this frame was read (one stream,
+    // executed in order); the fence orders them before the acknowledgement.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (type == 1) persist(start, whole ? m->length : len);
+  }
+  acknowledge(qp);
+  return verdict::done;
+}
+
+verdict execute(soft_qp& qp, frame_type type, std::span<const std::uint8_t> p) {
+  switch (type) {
+    case frame_type::send: return execute_send(qp, p, std::nullopt);
+    case frame_type::send_imm: return execute_send(qp, p.subspan(4), get_u32(p.data()));
+    case frame_type::write: return execute_write(qp, p, false);
+    case frame_type::write_imm: return execute_write(qp, p, true);
+    case frame_type::read_req: return execute_read(qp, p);
+    case frame_type::atomic_write: return execute_atomic_write(qp, p);
+    case frame_type::flush: return execute_flush(qp, p);
+    default: return verdict::protocol_error;
+  }
+}
+
+// ---- requester: responses --------------------------------------------------------
+
+bool is_nak_status(std::uint32_t status) noexcept {
+  switch (static_cast<wc_status>(status)) {
+    case wc_status::rem_inv_req_err:
+    case wc_status::rem_access_err:
+    case wc_status::rem_op_err:
+    case wc_status::rnr_retry_exc_err: return status <= 0xff;
+    default: return false;
+  }
+}
+
+verdict on_ack(soft_qp& qp, std::uint32_t count) {
+  if (count == 0) return verdict::protocol_error;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (qp.sq.empty() || qp.sq.front().opcode == wc_opcode::rdma_read)
+      return verdict::protocol_error;  // an acknowledgement of nothing we sent
+    const outstanding done = qp.sq.front();
+    qp.sq.pop_front();
+    complete_send(qp, done, wc_status::success);
+    retire_local_errors(qp);
+  }
+  return verdict::done;
+}
+
+verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
+  if (qp.sq.empty() || qp.sq.front().opcode != wc_opcode::rdma_read ||
+      data.size() != qp.sq.front().local.length)
+    return verdict::protocol_error;
+  const outstanding done = qp.sq.front();
+  qp.sq.pop_front();
+  if (!data.empty()) {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst = within(find(t.by_lkey, done.local.lkey), qp.pd, done.local.addr,
+                               data.size(), access::local_write);
+    if (dst == nullptr) {  // deregistered since the post
+      complete_send(qp, done, wc_status::loc_prot_err);
+      flush_all(qp);
+      return verdict::done;
+    }
+    std::memcpy(dst, data.data(), data.size());
+  }
+  complete_send(qp, done, wc_status::success);
+  retire_local_errors(qp);
+  return verdict::done;
+}
+
+verdict on_response(soft_qp& qp, frame_type type, std::span<const std::uint8_t> p) {
+  if (qp.state != qp_state::ready) return verdict::done;  // flushed already
+  switch (type) {
+    case frame_type::ack: return on_ack(qp, get_u32(p.data()));
+    case frame_type::read_resp: return on_read_response(qp, p);
+    case frame_type::nak: {
+      const std::uint32_t status = get_u32(p.data());
+      if (!is_nak_status(status) || qp.sq.empty()) return verdict::protocol_error;
+      const outstanding failed = qp.sq.front();
+      qp.sq.pop_front();
+      complete_send(qp, failed, static_cast<wc_status>(status));
+      flush_all(qp);
+      return verdict::done;
+    }
+    default: return verdict::protocol_error;
+  }
+}
+
+}  // namespace
+
+// ---- memory regions ------------------------------------------------------------------
+
+result<mr*> register_mr(soft_pd* pd, void* addr, std::size_t length, int access) {
+  if (pd == nullptr || addr == nullptr || length == 0) return sys(EINVAL);
+  auto m = std::make_unique<soft_mr>();
+  m->pd = pd;
+  m->addr = static_cast<std::uint8_t*>(addr);
+  m->length = length;
+  m->access = access;
+  mr_table& t = table();
+  const std::lock_guard lock(t.mutex);
+  m->rkey = fresh_key(t, t.by_rkey);
+  m->lkey = fresh_key(t, t.by_lkey);
+  t.by_rkey.emplace(m->rkey, m.get());
+  t.by_lkey.emplace(m->lkey, m.get());
+  ++pd->users;
+  return handle<mr>(m.release());
+}
+
+std::error_code deregister_mr(mr* h) noexcept {
+  std::unique_ptr<soft_mr> m(as<soft_mr>(h));
+  mr_table& t = table();
+  {
+    // Waits for every access in progress; none starts afterwards.
+    const std::lock_guard lock(t.mutex);
+    t.by_rkey.erase(m->rkey);
+    t.by_lkey.erase(m->lkey);
+  }
+  --m->pd->users;
+  return {};
+}
+
+std::uint32_t lkey_of(const mr* h) noexcept { return as<const soft_mr>(h)->lkey; }
+std::uint32_t rkey_of(const mr* h) noexcept { return as<const soft_mr>(h)->rkey; }
+
+// ---- CQs ---------------------------------------------------------------------------------
+
+namespace {
+
+std::size_t take(soft_cq& cq, std::span<work_completion> out) {
+  const std::lock_guard lock(cq.mutex);
+  const std::size_t n = std::min(out.size(), cq.entries.size());
+  std::copy_n(cq.entries.begin(), n, out.begin());
+  cq.entries.erase(cq.entries.begin(), cq.entries.begin() + static_cast<std::ptrdiff_t>(n));
+  return n;
+}
+
+/// Moves the links of the CQ's QPs on this thread. The QP locks are taken
+/// after the CQ's is released (completing takes them in the other order).
+void drive_links(soft_cq& cq) {
+  thread_local std::vector<std::weak_ptr<soft_qp>> users;
+  {
+    const std::lock_guard lock(cq.mutex);
+    users = cq.users;
+  }
+  for (const auto& weak : users) {
+    const std::shared_ptr<soft_qp> qp = weak.lock();
+    if (!qp) continue;
+    std::function<void()> progress;
+    {
+      const std::lock_guard lock(qp->mutex);
+      if (qp->state == qp_state::ready) progress = qp->progress;
+    }
+    if (progress) progress();
+  }
+  users.clear();
+}
+
+void forget(soft_cq& cq, const soft_qp* qp) {
+  const std::lock_guard lock(cq.mutex);
+  std::erase_if(cq.users, [qp](const std::weak_ptr<soft_qp>& w) {
+    const auto alive = w.lock();
+    return !alive || alive.get() == qp;
+  });
+}
+
+}  // namespace
+
+std::size_t poll(soft_cq& cq, std::span<work_completion> out) {
+  if (const std::size_t n = take(cq, out); n > 0) return n;
+  drive_links(cq);
+  return take(cq, out);
+}
+
+void attach(const std::shared_ptr<soft_qp>& qp) {
+  for (soft_cq* cq : {qp->send_cq, qp->recv_cq}) {
+    const std::lock_guard lock(cq->mutex);
+    cq->users.push_back(qp);
+    if (qp->send_cq == qp->recv_cq) break;
+  }
+}
+
+void detach(const std::shared_ptr<soft_qp>& qp) {
+  forget(*qp->send_cq, qp.get());
+  if (qp->recv_cq != qp->send_cq) forget(*qp->recv_cq, qp.get());
+}
+
+void arm(soft_cq& cq) noexcept {
+  const std::lock_guard lock(cq.mutex);
+  cq.armed = true;
+}
+
+void forget_events(soft_cq& cq) {
+  if (cq.channel != nullptr)
+    (void)cq.channel->fired.extract([&cq](soft_cq* c) { return c == &cq; });
+}
+
+// ---- posting ---------------------------------------------------------------------------
+
+std::error_code post_send(soft_qp& qp, const send_wr& wr) {
+  if (!valid(wr)) return sys(EINVAL);
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::reset || qp.state == qp_state::destroyed) return sys(EINVAL);
+  if (qp.sq.size() >= qp.caps.max_send_wr) return sys(ENOMEM);
+  outstanding o = describe(wr);
+  if (qp.state == qp_state::error) {
+    complete_send(qp, o, wc_status::wr_flush_err);
+    return {};
+  }
+  if (qp.halted) {  // behind a local error: flushed when it surfaces
+    qp.sq.push_back(o);
+    return {};
+  }
+  frame f = request_frame(qp, wr, o.local_error);
+  qp.sq.push_back(o);
+  if (o.local_error != wc_status::success) {
+    qp.halted = true;
+    retire_local_errors(qp);
+    return {};
+  }
+  qp.link(std::move(f));
+  return {};
+}
+
+std::error_code post_recv(soft_qp& qp, const recv_wr& wr) {
+  if (qp.srq != nullptr) return sys(EINVAL);
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::destroyed) return sys(EINVAL);
+  if (qp.state == qp_state::error) {
+    complete(*qp.recv_cq, recv_completion(qp, wr, wc_status::wr_flush_err));
+    return {};
+  }
+  if (qp.rq.size() >= qp.caps.max_recv_wr) return sys(ENOMEM);
+  qp.rq.push_back(wr);
+  return {};
+}
+
+std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr) {
+  const std::lock_guard lock(srq.mutex);
+  if (srq.queue.size() >= srq.max_wr) return sys(ENOMEM);
+  srq.queue.push_back(wr);
+  return {};
+}
+
+// ---- QP state ----------------------------------------------------------------------------
+
+void make_ready(soft_qp& qp, std::function<void(frame)> link, std::function<void()> progress) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state != qp_state::reset) return;
+  qp.link = std::move(link);
+  qp.progress = std::move(progress);
+  qp.state = qp_state::ready;
+}
+
+void to_error(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::destroyed) return;
+  flush_all(qp);
+}
+
+void destroy(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  qp.state = qp_state::destroyed;
+  qp.sq.clear();
+  qp.rq.clear();
+  qp.link = nullptr;
+  qp.progress = nullptr;
+}
+
+verdict on_frame(soft_qp& qp, frame_type type, std::span<const std::uint8_t> payload) {
+  const std::lock_guard lock(qp.mutex);
+  if (!is_request(type)) return on_response(qp, type, payload);
+  // An unconnected, failed or destroyed QP executes nothing (verbs drops
+  // what reaches a QP in error).
+  if (qp.state != qp_state::ready) return verdict::done;
+  return execute(qp, type, payload);
+}
+
+void rnr_exhausted(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::ready) (void)refuse(qp, wc_status::rnr_retry_exc_err);
+}
+
+}  // namespace arpma::provider::soft_dp

@@ -1,0 +1,132 @@
+// The soft provider's verbs objects and data path: memory regions, CQs with
+// completion channels, SRQs, and the RC queue pair's two roles — requester
+// (application threads post; responses retire the send queue in order) and
+// responder (the progress thread executes the peer's requests against
+// registered memory). docs/soft-provider.md, "Data path", has the rules.
+#pragma once
+
+#include "provider/event_queue.hpp"
+#include "provider/provider.hpp"
+#include "provider/soft/soft_wire.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace arpma::provider::soft_dp {
+
+struct soft_pd {
+  std::atomic<int> users{0};  ///< QPs, MRs and SRQs made with it
+};
+
+struct soft_cq;
+
+/// A completion channel: an eventfd whose readiness means "a CQ fired"; the
+/// queue says which one (several CQs may share a channel).
+struct soft_comp_channel {
+  explicit soft_comp_channel(std::error_code& ec) noexcept : fired(ec) {}
+  basic_event_queue<soft_cq*> fired;
+  std::atomic<int> cqs{0};
+};
+
+struct soft_qp;
+
+struct soft_cq {
+  soft_comp_channel* channel = nullptr;
+  int cqe = 0;
+  std::atomic<int> qps{0};
+  std::mutex mutex;
+  std::deque<work_completion> entries;
+  bool armed = false;  ///< one event for the next completion, then disarmed (verbs)
+  /// The QPs completing here, whose links a poll of an empty CQ moves.
+  std::vector<std::weak_ptr<soft_qp>> users;
+};
+
+struct soft_srq {
+  soft_pd* pd = nullptr;
+  std::uint32_t max_wr = 0;
+  std::atomic<int> qps{0};
+  std::mutex mutex;
+  std::deque<recv_wr> queue;
+};
+
+/// A posted send-queue WR waiting for its response (or a local error that
+/// surfaces once every WR before it has completed).
+struct outstanding {
+  std::uint64_t wr_id = 0;
+  wc_opcode opcode = wc_opcode::send;
+  bool signaled = true;
+  std::uint32_t byte_len = 0;
+  sge local;  ///< where a read's data goes
+  wc_status local_error = wc_status::success;
+};
+
+/// What the responder made of a request frame.
+enum class verdict : std::uint8_t { done, rnr_wait, protocol_error };
+
+enum class qp_state : std::uint8_t { reset, ready, error, destroyed };
+
+struct soft_qp {
+  soft_pd* pd = nullptr;
+  soft_cq* send_cq = nullptr;
+  soft_cq* recv_cq = nullptr;
+  soft_srq* srq = nullptr;
+  qp_config caps;
+  std::uint32_t num = 0;
+
+  std::mutex mutex;
+  qp_state state = qp_state::reset;
+  /// Writes a frame to the link, in order with every frame written before.
+  std::function<void(soft_wire::frame)> link;
+  /// Moves the link's received frames on the calling thread (a CQ poll).
+  std::function<void()> progress;
+  std::deque<outstanding> sq;
+  std::deque<recv_wr> rq;
+  bool halted = false;  ///< a local error is queued: later WRs only wait to be flushed
+};
+
+/// Registers with a random rkey and lkey in the process-wide table.
+result<mr*> register_mr(soft_pd* pd, void* addr, std::size_t length, int access);
+std::error_code deregister_mr(mr* m) noexcept;
+std::uint32_t lkey_of(const mr* m) noexcept;
+std::uint32_t rkey_of(const mr* m) noexcept;
+
+std::size_t poll(soft_cq& cq, std::span<work_completion> out);
+void arm(soft_cq& cq) noexcept;
+/// Forgets the CQ's fired events still queued (it is being destroyed).
+void forget_events(soft_cq& cq);
+
+std::error_code post_send(soft_qp& qp, const send_wr& wr);
+std::error_code post_recv(soft_qp& qp, const recv_wr& wr);
+std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr);
+
+/// Polls of the QP's CQs may move its link (see soft_cq::users).
+void attach(const std::shared_ptr<soft_qp>& qp);
+void detach(const std::shared_ptr<soft_qp>& qp);
+
+/// The connection is up: `link` carries the QP's frames from now on, and
+/// `progress` moves what arrives.
+void make_ready(soft_qp& qp, std::function<void(soft_wire::frame)> link,
+                std::function<void()> progress);
+/// Disconnect or a dead link: every outstanding WR completes with
+/// WR_FLUSH_ERR, later posts too (verbs' error state).
+void to_error(soft_qp& qp);
+/// destroy_qp: no completion is ever produced again.
+void destroy(soft_qp& qp);
+
+/// A data frame from the peer (progress thread). Requests are executed,
+/// responses retire the send queue.
+verdict on_frame(soft_qp& qp, soft_wire::frame_type type, std::span<const std::uint8_t> payload);
+/// The receive a SEND waits for did not come in time: RNR retry exceeded.
+void rnr_exhausted(soft_qp& qp);
+
+[[nodiscard]] inline bool is_request(soft_wire::frame_type type) noexcept {
+  return type >= soft_wire::frame_type::send && type <= soft_wire::frame_type::flush;
+}
+
+}  // namespace arpma::provider::soft_dp

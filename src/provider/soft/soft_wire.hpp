@@ -1,0 +1,145 @@
+// The soft provider's frame format (docs/soft-provider.md, "Wire protocol"):
+// shared by the connection manager and the data path.
+#pragma once
+
+#include "provider/provider.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace arpma::provider::soft_wire {
+
+inline constexpr std::uint32_t frame_magic = 0x4152504d;  // "ARPM"
+inline constexpr std::uint8_t frame_version = 1;
+inline constexpr std::size_t header_size = 12;
+inline constexpr std::size_t conn_fixed_size = 8;  // REQ and REP: 4 parameters + QP number
+inline constexpr std::size_t rej_fixed_size = 2;   // REJ: reason
+
+/// The longest message a send, write or read may carry; also what bounds the
+/// buffer a frame can make the receiver allocate.
+inline constexpr std::size_t max_message = std::size_t{8} << 20;
+
+enum class frame_type : std::uint8_t {
+  // connection manager
+  req = 1,
+  rep = 2,
+  rej = 3,
+  rtu = 4,
+  dreq = 5,
+  // data path: requests
+  send = 16,
+  send_imm = 17,
+  write = 18,
+  write_imm = 19,
+  read_req = 20,
+  atomic_write = 21,
+  flush = 22,
+  // data path: responses
+  ack = 23,
+  nak = 24,
+  read_resp = 25,
+};
+
+// Fixed parts of the data-path frames.
+inline constexpr std::size_t remote_size = 12;                     // rkey u32, addr u64
+inline constexpr std::size_t read_req_size = remote_size + 4;      // + length u32
+inline constexpr std::size_t atomic_write_size = remote_size + 8;  // + value
+inline constexpr std::size_t flush_size = remote_size + 10;        // + length u64, type, level
+
+using header_bytes = std::array<std::uint8_t, header_size>;
+using frame = std::vector<std::uint8_t>;
+
+inline void put_u16(std::uint8_t* p, std::uint16_t v) noexcept {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+inline void put_u32(std::uint8_t* p, std::uint32_t v) noexcept {
+  put_u16(p, static_cast<std::uint16_t>(v >> 16));
+  put_u16(p + 2, static_cast<std::uint16_t>(v));
+}
+inline void put_u64(std::uint8_t* p, std::uint64_t v) noexcept {
+  put_u32(p, static_cast<std::uint32_t>(v >> 32));
+  put_u32(p + 4, static_cast<std::uint32_t>(v));
+}
+inline std::uint16_t get_u16(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+inline std::uint32_t get_u32(const std::uint8_t* p) noexcept {
+  return (static_cast<std::uint32_t>(get_u16(p)) << 16) | get_u16(p + 2);
+}
+inline std::uint64_t get_u64(const std::uint8_t* p) noexcept {
+  return (static_cast<std::uint64_t>(get_u32(p)) << 32) | get_u32(p + 4);
+}
+
+struct payload_bounds {
+  std::size_t min;
+  std::size_t max;
+};
+
+inline payload_bounds exactly(std::size_t n) noexcept { return {n, n}; }
+inline payload_bounds with_data(std::size_t fixed) noexcept { return {fixed, fixed + max_message}; }
+
+inline std::optional<payload_bounds> bounds_of(std::uint8_t type) noexcept {
+  switch (static_cast<frame_type>(type)) {
+    case frame_type::req:
+      return payload_bounds{conn_fixed_size, conn_fixed_size + max_connect_private_data};
+    case frame_type::rep:
+      return payload_bounds{conn_fixed_size, conn_fixed_size + max_accept_private_data};
+    case frame_type::rej:
+      return payload_bounds{rej_fixed_size, rej_fixed_size + max_reject_private_data};
+    case frame_type::rtu:
+    case frame_type::dreq: return exactly(0);
+    case frame_type::send:
+    case frame_type::read_resp: return with_data(0);
+    case frame_type::send_imm: return with_data(4);
+    case frame_type::write: return with_data(remote_size);
+    case frame_type::write_imm: return with_data(remote_size + 4);
+    case frame_type::read_req: return exactly(read_req_size);
+    case frame_type::atomic_write: return exactly(atomic_write_size);
+    case frame_type::flush: return exactly(flush_size);
+    case frame_type::ack:
+    case frame_type::nak: return exactly(4);
+  }
+  return std::nullopt;
+}
+
+[[nodiscard]] inline bool is_data(frame_type type) noexcept {
+  return static_cast<std::uint8_t>(type) >= static_cast<std::uint8_t>(frame_type::send);
+}
+
+struct frame_header {
+  frame_type type;
+  std::uint32_t length;
+};
+
+/// A header we accept: our magic and version, no flags, a known type and a
+/// payload length within that type's bounds. Anything else closes the link.
+inline std::optional<frame_header> parse_header(const header_bytes& h) noexcept {
+  if (get_u32(h.data()) != frame_magic || h[4] != frame_version || get_u16(h.data() + 6) != 0)
+    return std::nullopt;
+  const auto bounds = bounds_of(h[5]);
+  const std::uint32_t length = get_u32(h.data() + 8);
+  if (!bounds || length < bounds->min || length > bounds->max) return std::nullopt;
+  return frame_header{static_cast<frame_type>(h[5]), length};
+}
+
+/// A frame of `type`: its fixed fields, then variable data (private data or
+/// the message), in one buffer so it goes out in one write.
+inline frame make_frame(frame_type type, const std::uint8_t* fixed, std::size_t fixed_len,
+                        const void* data, std::size_t data_len) {
+  frame out(header_size + fixed_len + data_len);
+  put_u32(out.data(), frame_magic);
+  out[4] = frame_version;
+  out[5] = static_cast<std::uint8_t>(type);
+  put_u16(out.data() + 6, 0);
+  put_u32(out.data() + 8, static_cast<std::uint32_t>(fixed_len + data_len));
+  if (fixed_len > 0) std::memcpy(out.data() + header_size, fixed, fixed_len);
+  if (data_len > 0) std::memcpy(out.data() + header_size + fixed_len, data, data_len);
+  return out;
+}
+
+}  // namespace arpma::provider::soft_wire

@@ -1,0 +1,1132 @@
+// The soft provider's data path through the provider interface, over
+// loopback: every operation, queue depths, CQ notification, RNR waits, flush
+// ordering, access checks, hostile raw peers, two processes and a killed
+// peer. Every wait is bounded.
+#include "provider/soft/soft_provider.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;  // NOLINT: POSIX
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace prov = arpma::provider;
+using namespace std::chrono_literals;
+using prov::cm_event_type;
+using prov::wc_opcode;
+using prov::wc_status;
+using prov::wr_opcode;
+
+constexpr auto wait_limit = 5000ms;
+constexpr int all_access = prov::access::local_write | prov::access::remote_write |
+                           prov::access::remote_read | prov::access::remote_atomic |
+                           prov::access::flush_global | prov::access::flush_persistent;
+
+// ---- helpers -------------------------------------------------------------------
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+const sockaddr* sa(const sockaddr_in& a) { return reinterpret_cast<const sockaddr*>(&a); }
+
+std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* channel,
+                                         std::chrono::milliseconds limit = wait_limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    prov::cm_event event;
+    const std::error_code ec = p.get_cm_event(channel, event);
+    if (!ec) return event;
+    if (ec.value() != EAGAIN) return std::nullopt;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd ready{p.event_channel_fd(channel), POLLIN, 0};
+    (void)::poll(&ready, 1, static_cast<int>(left.count()));
+  }
+}
+
+/// The next completion of `cq` within `limit`.
+std::optional<prov::work_completion> next_wc(prov::provider& p, prov::cq* cq,
+                                             std::chrono::milliseconds limit = wait_limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    std::array<prov::work_completion, 1> wc{};
+    auto got = p.poll_cq(cq, wc);
+    if (!got) return std::nullopt;
+    if (got.value() == 1) return wc[0];
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(200us);
+  }
+}
+
+bool cq_empty(prov::provider& p, prov::cq* cq) {
+  std::array<prov::work_completion, 1> wc{};
+  auto got = p.poll_cq(cq, wc);
+  return got && got.value() == 0;
+}
+
+std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+/// A buffer with guard bytes on both sides; only the middle is registered.
+struct guarded {
+  static constexpr std::size_t guard = 64;
+  explicit guarded(std::size_t n, std::uint8_t fill = 0) : bytes(n + 2 * guard, 0x5a) {
+    std::fill(bytes.begin() + guard, bytes.end() - guard, fill);
+  }
+  std::uint8_t* data() { return bytes.data() + guard; }
+  std::size_t size() const { return bytes.size() - 2 * guard; }
+  bool guards_intact() const {
+    return std::all_of(bytes.begin(), bytes.begin() + guard, [](auto b) { return b == 0x5a; }) &&
+           std::all_of(bytes.end() - guard, bytes.end(), [](auto b) { return b == 0x5a; });
+  }
+  std::vector<std::uint8_t> bytes;
+};
+
+/// One end of a connection: the id, its verbs objects and its MRs.
+struct side {
+  prov::event_channel* ch = nullptr;
+  prov::cm_id* id = nullptr;
+  prov::pd* pd = nullptr;
+  prov::comp_channel* cc = nullptr;
+  prov::cq* cq = nullptr;   ///< send CQ
+  prov::cq* rcq = nullptr;  ///< receive CQ
+  std::vector<prov::mr*> mrs;
+};
+
+struct qp_shape {
+  std::uint32_t max_send_wr = 16;
+  std::uint32_t max_recv_wr = 16;
+  prov::srq* srq = nullptr;
+};
+
+// ---- fixture ---------------------------------------------------------------------
+
+class soft_datapath_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dev = soft.find_device("127.0.0.1", false);
+    ASSERT_TRUE(dev);
+    dev_ = dev.value();
+  }
+
+  void TearDown() override {
+    for (side* s : {&a, &b}) {
+      if (s->id != nullptr) {
+        soft.destroy_qp(s->id);
+        EXPECT_FALSE(soft.destroy_id(s->id));
+      }
+      for (prov::mr* m : s->mrs) EXPECT_FALSE(soft.dereg_mr(m));
+      if (s->cq != nullptr) {
+        EXPECT_FALSE(soft.destroy_cq(s->cq));
+      }
+      if (s->rcq != nullptr) {
+        EXPECT_FALSE(soft.destroy_cq(s->rcq));
+      }
+      if (s->cc != nullptr) {
+        EXPECT_FALSE(soft.destroy_comp_channel(s->cc));
+      }
+    }
+    if (srq_ != nullptr) {
+      EXPECT_FALSE(soft.destroy_srq(srq_));
+    }
+    for (side* s : {&a, &b}) {
+      if (s->pd != nullptr) {
+        EXPECT_FALSE(soft.dealloc_pd(s->pd));
+      }
+      if (s->ch != nullptr) soft.destroy_event_channel(s->ch);
+    }
+  }
+
+  void make_objects(side& s) {
+    s.ch = soft.create_event_channel().value();
+    s.pd = soft.alloc_pd(dev_).value();
+    s.cc = soft.create_comp_channel(dev_).value();
+    s.cq = soft.create_cq(dev_, 64, s.cc).value();
+    s.rcq = soft.create_cq(dev_, 64, s.cc).value();
+  }
+
+  void make_qp(side& s, const qp_shape& shape) {
+    prov::qp_config config;
+    config.send_cq = s.cq;
+    config.recv_cq = s.rcq;
+    config.max_send_wr = shape.max_send_wr;
+    config.max_recv_wr = shape.max_recv_wr;
+    config.shared_rq = shape.srq;
+    ASSERT_FALSE(soft.create_qp(s.id, s.pd, config));
+  }
+
+  /// Connects `a` (active) to `b` (passive), each with a QP; `before_accept`
+  /// runs on the passive side with its QP made (to post receives early).
+  void connect(qp_shape shape_a = {}, qp_shape shape_b = {}) {
+    make_objects(a);
+    make_objects(b);
+    prov::cm_id* listener = soft.create_id(b.ch, 1).value();
+    const sockaddr_in any = loopback(0);
+    ASSERT_FALSE(soft.bind_addr(listener, sa(any)));
+    ASSERT_FALSE(soft.listen(listener, 4));
+    const sockaddr_in to = loopback(soft.local_port(listener));
+    a.id = soft.create_id(a.ch, 2).value();
+    ASSERT_FALSE(soft.resolve_addr(a.id, sa(to), 1000));
+    ASSERT_TRUE(next_event(soft, a.ch));
+    ASSERT_FALSE(soft.resolve_route(a.id, 1000));
+    ASSERT_TRUE(next_event(soft, a.ch));
+    make_qp(a, shape_a);
+    ASSERT_FALSE(soft.connect(a.id, {}));
+    auto req = next_event(soft, b.ch);
+    ASSERT_TRUE(req && req->type == cm_event_type::connect_request);
+    b.id = req->id;
+    make_qp(b, shape_b);
+    ASSERT_FALSE(soft.accept(b.id, {}));
+    auto ea = next_event(soft, a.ch);
+    ASSERT_TRUE(ea && ea->type == cm_event_type::established);
+    auto eb = next_event(soft, b.ch);
+    ASSERT_TRUE(eb && eb->type == cm_event_type::established);
+    ASSERT_FALSE(soft.destroy_id(listener));
+  }
+
+  prov::mr* reg(side& s, void* p, std::size_t n, int access = all_access) {
+    auto m = soft.reg_mr(s.pd, p, n, access);
+    EXPECT_TRUE(m) << m.error().message();
+    s.mrs.push_back(m.value());
+    return m.value();
+  }
+
+  std::error_code post(side& s, wr_opcode op, prov::mr* local, const void* p, std::uint32_t len,
+                       std::uint64_t remote = 0, std::uint32_t rkey = 0, std::uint64_t wr_id = 1,
+                       bool signaled = true) {
+    prov::send_wr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.signaled = signaled;
+    wr.local = {addr_of(p), len, local != nullptr ? soft.mr_lkey(local) : 0};
+    wr.remote_addr = remote;
+    wr.rkey = rkey;
+    wr.imm = 0xc0ffee;
+    return soft.post_send(s.id, wr);
+  }
+
+  std::error_code recv(side& s, prov::mr* m, void* p, std::uint32_t len, std::uint64_t wr_id = 7) {
+    prov::recv_wr wr;
+    wr.wr_id = wr_id;
+    wr.local = {addr_of(p), len, m != nullptr ? soft.mr_lkey(m) : 0};
+    return soft.post_recv(s.id, wr);
+  }
+
+  /// The next completion of `cq` must be (wr_id, status, opcode).
+  void expect_wc(prov::cq* cq, std::uint64_t wr_id, wc_status status, wc_opcode opcode) {
+    auto wc = next_wc(soft, cq);
+    ASSERT_TRUE(wc) << "no completion for wr " << wr_id;
+    EXPECT_EQ(wc->wr_id, wr_id);
+    EXPECT_EQ(wc->status, status) << static_cast<int>(wc->status);
+    if (status == wc_status::success) {
+      EXPECT_EQ(wc->opcode, opcode);
+    }
+  }
+
+  prov::soft_provider soft;
+  side a;
+  side b;
+  prov::srq* srq_ = nullptr;
+
+ private:
+  prov::device* dev_ = nullptr;
+};
+
+// ---- operations ------------------------------------------------------------------
+
+TEST_F(soft_datapath_test, send_and_send_with_imm_land_in_posted_receives) {
+  connect();
+  std::array<char, 64> in{};
+  std::array<char, 16> out{"hello"};
+  prov::mr* rmr = reg(b, in.data(), in.size());
+  prov::mr* smr = reg(a, out.data(), out.size());
+  ASSERT_FALSE(recv(b, rmr, in.data(), 32, 70));
+  ASSERT_FALSE(recv(b, rmr, in.data() + 32, 32, 71));
+  ASSERT_FALSE(post(a, wr_opcode::send, smr, out.data(), 5, 0, 0, 10));
+  ASSERT_FALSE(post(a, wr_opcode::send_with_imm, smr, out.data(), 3, 0, 0, 11));
+  expect_wc(a.cq, 10, wc_status::success, wc_opcode::send);
+  expect_wc(a.cq, 11, wc_status::success, wc_opcode::send);
+  auto r1 = next_wc(soft, b.rcq);
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(r1->wr_id, 70u);
+  EXPECT_EQ(r1->opcode, wc_opcode::recv);
+  EXPECT_EQ(r1->byte_len, 5u);
+  EXPECT_FALSE(r1->with_imm);
+  EXPECT_EQ(r1->qp_num, soft.qp_num(b.id));
+  auto r2 = next_wc(soft, b.rcq);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->wr_id, 71u);
+  EXPECT_TRUE(r2->with_imm);
+  EXPECT_EQ(r2->imm_data, 0xc0ffeeu);
+  EXPECT_EQ(std::string(in.data(), 5), "hello");
+  EXPECT_EQ(std::string(in.data() + 32, 3), "hel");
+}
+
+TEST_F(soft_datapath_test, write_read_and_write_with_imm) {
+  connect();
+  std::vector<std::uint8_t> target(8192, 0);
+  std::vector<std::uint8_t> src(4096);
+  std::vector<std::uint8_t> back(4096, 0);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  prov::mr* smr = reg(a, src.data(), src.size());
+  prov::mr* bmr = reg(a, back.data(), back.size());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_write, smr, src.data(), 4096, addr_of(&target[100]), rkey, 1));
+  expect_wc(a.cq, 1, wc_status::success, wc_opcode::rdma_write);
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), target.begin() + 100));
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_read, bmr, back.data(), 4096, addr_of(&target[100]), rkey, 2));
+  expect_wc(a.cq, 2, wc_status::success, wc_opcode::rdma_read);
+  EXPECT_EQ(back, src);
+
+  std::array<std::uint8_t, 4> unused{};
+  prov::mr* umr = reg(b, unused.data(), unused.size());
+  ASSERT_FALSE(recv(b, umr, unused.data(), 0, 9));
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_write_with_imm, smr, src.data(), 16, addr_of(&target[0]), rkey, 3));
+  expect_wc(a.cq, 3, wc_status::success, wc_opcode::rdma_write);
+  auto r = next_wc(soft, b.rcq);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->wr_id, 9u);
+  EXPECT_EQ(r->opcode, wc_opcode::recv_rdma_with_imm);
+  EXPECT_EQ(r->byte_len, 16u);
+  EXPECT_TRUE(r->with_imm);
+  EXPECT_EQ(r->imm_data, 0xc0ffeeu);
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + 16, target.begin()));
+}
+
+TEST_F(soft_datapath_test, atomic_write_places_8_aligned_bytes_and_refuses_misaligned) {
+  connect();
+  alignas(8) std::array<std::uint8_t, 32> target{};
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  prov::send_wr wr;
+  wr.wr_id = 5;
+  wr.opcode = wr_opcode::atomic_write;
+  wr.remote_addr = addr_of(&target[8]);
+  wr.rkey = soft.mr_rkey(tmr);
+  wr.atomic_value = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_FALSE(soft.post_send(a.id, wr));
+  expect_wc(a.cq, 5, wc_status::success, wc_opcode::atomic_write);
+  EXPECT_TRUE(std::equal(wr.atomic_value.begin(), wr.atomic_value.end(), &target[8]));
+  wr.wr_id = 6;
+  wr.remote_addr = addr_of(&target[12]);
+  ASSERT_FALSE(soft.post_send(a.id, wr));
+  expect_wc(a.cq, 6, wc_status::rem_inv_req_err, wc_opcode::atomic_write);
+  EXPECT_EQ(target[12], 5) << "untouched";
+}
+
+TEST_F(soft_datapath_test, flush_completes_after_the_writes_before_it_and_checks_access) {
+  connect();
+  std::vector<std::uint8_t> target(1 << 20, 0);
+  std::vector<std::uint8_t> src(64 << 10, 0x42);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  prov::mr* smr = reg(a, src.data(), src.size());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  for (std::uint64_t i = 0; i < 8; ++i)
+    ASSERT_FALSE(post(a, wr_opcode::rdma_write, smr, src.data(), 64 << 10,
+                      addr_of(&target[i * (64 << 10)]), rkey, 100 + i, false));
+  prov::send_wr flush;
+  flush.wr_id = 200;
+  flush.opcode = wr_opcode::flush;
+  flush.remote_addr = addr_of(target.data());
+  flush.flush_length = 8 * (64 << 10);
+  flush.rkey = rkey;
+  flush.flush = prov::flush_type::persistent;
+  ASSERT_FALSE(soft.post_send(a.id, flush));
+  expect_wc(a.cq, 200, wc_status::success, wc_opcode::flush);
+  EXPECT_TRUE(std::all_of(target.begin(), target.begin() + 8 * (64 << 10), [](auto v) {
+    return v == 0x42;
+  })) << "every write before the flush is placed when it completes";
+  EXPECT_TRUE(cq_empty(soft, a.cq)) << "unsignaled writes complete silently";
+
+  std::array<std::uint8_t, 64> plain{};
+  prov::mr* nmr = reg(b, plain.data(), plain.size(), prov::access::remote_write);
+  flush.wr_id = 201;
+  flush.rkey = soft.mr_rkey(nmr);
+  flush.level = prov::flush_level::mr;
+  ASSERT_FALSE(soft.post_send(a.id, flush));
+  expect_wc(a.cq, 201, wc_status::rem_access_err, wc_opcode::flush);
+}
+
+// ---- queues and completions ------------------------------------------------------------
+
+TEST_F(soft_datapath_test, queue_depths_are_enforced_and_a_send_waits_for_a_receive) {
+  connect({.max_send_wr = 4, .max_recv_wr = 16}, {.max_send_wr = 4, .max_recv_wr = 3});
+  std::array<char, 64> buf{};
+  prov::mr* amr = reg(a, buf.data(), buf.size());
+  std::array<char, 256> in{};
+  prov::mr* bmr = reg(b, in.data(), in.size());
+  for (std::uint64_t i = 0; i < 4; ++i)
+    ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, i));
+  EXPECT_EQ(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 4), std::errc::not_enough_memory);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(cq_empty(soft, a.cq)) << "no receive posted: the sends wait (RNR)";
+
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_FALSE(recv(b, bmr, &in[i * 64], 64, 50 + i));
+  EXPECT_EQ(recv(b, bmr, in.data(), 64, 99), std::errc::not_enough_memory);
+  for (std::uint64_t i = 0; i < 3; ++i) expect_wc(a.cq, i, wc_status::success, wc_opcode::send);
+  ASSERT_FALSE(recv(b, bmr, &in[192], 64, 53));
+  expect_wc(a.cq, 3, wc_status::success, wc_opcode::send);
+  for (std::uint64_t i = 0; i < 4; ++i)
+    expect_wc(b.rcq, 50 + i, wc_status::success, wc_opcode::recv);
+}
+
+TEST_F(soft_datapath_test, a_send_nobody_receives_gives_rnr_retry_exceeded) {
+  soft.set_rnr_timeout(300ms);
+  connect();
+  std::array<char, 8> buf{};
+  prov::mr* amr = reg(a, buf.data(), buf.size());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 1));
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 2));
+  expect_wc(a.cq, 1, wc_status::rnr_retry_exc_err, wc_opcode::send);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+  expect_wc(a.cq, 2, wc_status::wr_flush_err, wc_opcode::send);
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 3));
+  expect_wc(a.cq, 3, wc_status::wr_flush_err, wc_opcode::send);
+}
+
+TEST_F(soft_datapath_test, a_waiting_send_does_not_hold_up_responses_the_other_way) {
+  connect();
+  std::array<char, 64> buf{};
+  prov::mr* amr = reg(a, buf.data(), buf.size());
+  std::array<char, 64> bbuf{};
+  prov::mr* bmr = reg(b, bbuf.data(), bbuf.size());
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 1));  // waits at b
+  // b writes to a; its acknowledgement travels on the link b is stalling.
+  ASSERT_FALSE(post(b, wr_opcode::rdma_write, bmr, bbuf.data(), 8, addr_of(buf.data()),
+                    soft.mr_rkey(amr), 2));
+  expect_wc(b.cq, 2, wc_status::success, wc_opcode::rdma_write);
+  ASSERT_FALSE(recv(b, bmr, bbuf.data(), 64, 3));
+  expect_wc(a.cq, 1, wc_status::success, wc_opcode::send);
+}
+
+TEST_F(soft_datapath_test, a_cq_event_fires_once_per_arming) {
+  connect();
+  std::array<char, 8> buf{};
+  prov::mr* amr = reg(a, buf.data(), buf.size());
+  std::array<char, 8> target{};
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  auto none = soft.get_cq_event(a.cc);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error(), std::errc::resource_unavailable_try_again);
+
+  ASSERT_FALSE(post(a, wr_opcode::rdma_write, amr, buf.data(), 8, addr_of(target.data()),
+                    soft.mr_rkey(tmr), 1));
+  expect_wc(a.cq, 1, wc_status::success, wc_opcode::rdma_write);
+  EXPECT_FALSE(soft.get_cq_event(a.cc)) << "not armed: no event";
+
+  ASSERT_FALSE(soft.req_notify_cq(a.cq, false));
+  for (std::uint64_t id = 2; id <= 3; ++id) {
+    ASSERT_FALSE(post(a, wr_opcode::rdma_write, amr, buf.data(), 8, addr_of(target.data()),
+                      soft.mr_rkey(tmr), id));
+    expect_wc(a.cq, id, wc_status::success, wc_opcode::rdma_write);
+  }
+  pollfd ready{soft.comp_channel_fd(a.cc), POLLIN, 0};
+  ASSERT_EQ(::poll(&ready, 1, 1000), 1);
+  auto fired = soft.get_cq_event(a.cc);
+  ASSERT_TRUE(fired);
+  EXPECT_EQ(fired.value(), a.cq);
+  soft.ack_cq_events(a.cq, 1);
+  EXPECT_FALSE(soft.get_cq_event(a.cc)) << "one event per arming, however many completions";
+
+  ASSERT_FALSE(soft.req_notify_cq(a.cq, false));
+  ASSERT_FALSE(post(a, wr_opcode::rdma_write, amr, buf.data(), 8, addr_of(target.data()),
+                    soft.mr_rkey(tmr), 4));
+  ASSERT_EQ(::poll(&ready, 1, 1000), 1) << "re-armed: the next completion fires";
+  EXPECT_TRUE(soft.get_cq_event(a.cc));
+}
+
+TEST_F(soft_datapath_test, a_shared_receive_queue_feeds_the_qp) {
+  make_objects(b);  // the SRQ needs b's PD before the connection exists
+  auto srq = soft.create_srq(b.pd, 2, 1);
+  ASSERT_TRUE(srq);
+  srq_ = srq.value();
+  std::array<char, 64> in{};
+  prov::mr* rmr = reg(b, in.data(), in.size());
+  prov::recv_wr r;
+  r.wr_id = 31;
+  r.local = {addr_of(in.data()), 64, soft.mr_lkey(rmr)};
+  ASSERT_FALSE(soft.post_srq_recv(srq_, r));
+  ASSERT_FALSE(soft.post_srq_recv(srq_, r));
+  EXPECT_EQ(soft.post_srq_recv(srq_, r), std::errc::not_enough_memory);
+  // connect() makes b's objects again: keep the ones the SRQ is bound to.
+  side keep = b;
+  b = {};
+  make_objects(a);
+  prov::cm_id* listener = soft.create_id(keep.ch, 1).value();
+  const sockaddr_in any = loopback(0);
+  ASSERT_FALSE(soft.bind_addr(listener, sa(any)));
+  ASSERT_FALSE(soft.listen(listener, 4));
+  const sockaddr_in to = loopback(soft.local_port(listener));
+  a.id = soft.create_id(a.ch, 2).value();
+  ASSERT_FALSE(soft.resolve_addr(a.id, sa(to), 1000));
+  ASSERT_TRUE(next_event(soft, a.ch));
+  ASSERT_FALSE(soft.resolve_route(a.id, 1000));
+  ASSERT_TRUE(next_event(soft, a.ch));
+  make_qp(a, {});
+  ASSERT_FALSE(soft.connect(a.id, {}));
+  auto req = next_event(soft, keep.ch);
+  ASSERT_TRUE(req);
+  b = keep;
+  b.id = req->id;
+  make_qp(b, {.srq = srq_});
+  ASSERT_FALSE(soft.accept(b.id, {}));
+  ASSERT_TRUE(next_event(soft, a.ch));
+  ASSERT_TRUE(next_event(soft, b.ch));
+  ASSERT_FALSE(soft.destroy_id(listener));
+  EXPECT_EQ(recv(b, rmr, in.data(), 8), std::errc::invalid_argument) << "the QP has an SRQ";
+
+  std::array<char, 8> out{"srq"};
+  prov::mr* smr = reg(a, out.data(), out.size());
+  ASSERT_FALSE(post(a, wr_opcode::send, smr, out.data(), 4, 0, 0, 1));
+  expect_wc(b.rcq, 31, wc_status::success, wc_opcode::recv);
+  EXPECT_STREQ(in.data(), "srq");
+  EXPECT_EQ(soft.destroy_srq(srq_), std::errc::device_or_resource_busy);
+}
+
+TEST_F(soft_datapath_test, disconnect_flushes_outstanding_work_on_both_sides) {
+  connect();
+  std::array<char, 8> buf{};
+  prov::mr* amr = reg(a, buf.data(), buf.size());
+  std::array<char, 8> in{};
+  prov::mr* bmr = reg(b, in.data(), in.size());
+  ASSERT_FALSE(recv(a, amr, buf.data(), 8, 40));
+  ASSERT_FALSE(post(b, wr_opcode::send, bmr, in.data(), 8, 0, 0, 41));
+  expect_wc(b.cq, 41, wc_status::success, wc_opcode::send);
+  expect_wc(a.rcq, 40, wc_status::success, wc_opcode::recv);
+  for (std::uint64_t i = 0; i < 3; ++i)
+    ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, i));  // no receive at b
+  ASSERT_FALSE(recv(a, amr, buf.data(), 8, 42));
+  ASSERT_FALSE(soft.disconnect(a.id));
+  for (std::uint64_t i = 0; i < 3; ++i)
+    expect_wc(a.cq, i, wc_status::wr_flush_err, wc_opcode::send);
+  expect_wc(a.rcq, 42, wc_status::wr_flush_err, wc_opcode::recv);
+  auto e = next_event(soft, b.ch);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::disconnected);
+  ASSERT_FALSE(post(b, wr_opcode::send, bmr, in.data(), 8, 0, 0, 43));
+  expect_wc(b.cq, 43, wc_status::wr_flush_err, wc_opcode::send);
+}
+
+// ---- access checks ---------------------------------------------------------------------
+
+class soft_datapath_violation : public soft_datapath_test,
+                                public ::testing::WithParamInterface<int> {};
+
+// Each case: one forbidden access; REM_ACCESS_ERR, the QP in error, and not a
+// byte of the target changed, inside or around the region.
+TEST_P(soft_datapath_violation, gives_rem_access_err_and_touches_nothing) {
+  connect();
+  guarded target(256, 0x11);
+  guarded readonly(256, 0x22);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  prov::mr* romr = reg(b, readonly.data(), readonly.size(), prov::access::remote_read);
+  prov::mr* wonly = reg(b, readonly.data(), 16, prov::access::remote_write);
+  std::vector<std::uint8_t> src(512, 0xee);
+  prov::mr* smr = reg(a, src.data(), src.size());
+  const std::uint64_t base = addr_of(target.data());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  wr_opcode op = wr_opcode::rdma_write;
+  std::uint64_t remote = base;
+  std::uint32_t key = rkey;
+  std::uint32_t len = 16;
+  switch (GetParam()) {
+    case 0: key = rkey ^ 0x1u; break;               // forged rkey
+    case 1: remote = base + 256 - 8; break;         // runs past the end
+    case 2: remote = base - 8; break;               // starts before
+    case 3: len = 257; break;                       // longer than the region
+    case 4: remote = ~std::uint64_t{0} - 7; break;  // wraps around
+    case 5:
+      key = soft.mr_rkey(romr);
+      remote = addr_of(readonly.data());
+      break;  // no write access
+    case 6:   // no read access
+      op = wr_opcode::rdma_read;
+      key = soft.mr_rkey(wonly);
+      remote = addr_of(readonly.data());
+      break;
+    case 7: key = 0; break;  // key 0 is never handed out
+    default: FAIL();
+  }
+  const auto target_before = target.bytes;
+  const auto readonly_before = readonly.bytes;
+  ASSERT_FALSE(post(a, op, smr, src.data(), len, remote, key, 1));
+  ASSERT_FALSE(post(a, wr_opcode::rdma_write, smr, src.data(), 8, base, rkey, 2));
+  expect_wc(a.cq, 1, wc_status::rem_access_err,
+            op == wr_opcode::rdma_read ? wc_opcode::rdma_read : wc_opcode::rdma_write);
+  expect_wc(a.cq, 2, wc_status::wr_flush_err, wc_opcode::rdma_write);
+  EXPECT_EQ(target.bytes, target_before);
+  EXPECT_EQ(readonly.bytes, readonly_before);
+  EXPECT_TRUE(std::all_of(src.begin(), src.end(), [](auto v) { return v == 0xee; }));
+}
+
+INSTANTIATE_TEST_SUITE_P(cases, soft_datapath_violation, ::testing::Range(0, 8));
+
+TEST_F(soft_datapath_test, an_unregistered_local_buffer_is_a_local_protection_error) {
+  connect();
+  std::array<char, 64> buf{};
+  prov::mr* amr = reg(a, buf.data(), 32);
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data() + 16, 32, 0, 0, 1));  // past the MR
+  expect_wc(a.cq, 1, wc_status::loc_prot_err, wc_opcode::send);
+  ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 2));
+  expect_wc(a.cq, 2, wc_status::wr_flush_err, wc_opcode::send);
+}
+
+TEST_F(soft_datapath_test, posting_before_the_connection_or_with_bad_arguments_is_einval) {
+  make_objects(a);
+  a.id = soft.create_id(a.ch, 2).value();
+  const sockaddr_in to = loopback(9);
+  ASSERT_FALSE(soft.resolve_addr(a.id, sa(to), 1000));
+  ASSERT_TRUE(next_event(soft, a.ch));
+  EXPECT_EQ(post(a, wr_opcode::send, nullptr, nullptr, 0), std::errc::invalid_argument) << "no QP";
+  make_qp(a, {});
+  EXPECT_EQ(post(a, wr_opcode::send, nullptr, nullptr, 0), std::errc::invalid_argument)
+      << "not connected";
+  EXPECT_FALSE(recv(a, nullptr, nullptr, 0)) << "receives may be posted before connecting";
+  EXPECT_FALSE(soft.reg_mr(a.pd, nullptr, 8, all_access));
+  std::array<char, 8> buf{};
+  EXPECT_FALSE(soft.reg_mr(a.pd, buf.data(), 0, all_access));
+  auto m1 = soft.reg_mr(a.pd, buf.data(), buf.size(), all_access);
+  auto m2 = soft.reg_mr(a.pd, buf.data(), buf.size(), all_access);
+  ASSERT_TRUE(m1 && m2);
+  EXPECT_NE(soft.mr_rkey(m1.value()), soft.mr_rkey(m2.value()));
+  EXPECT_EQ(soft.dealloc_pd(a.pd), std::errc::device_or_resource_busy);
+  EXPECT_FALSE(soft.dereg_mr(m1.value()));
+  EXPECT_FALSE(soft.dereg_mr(m2.value()));
+}
+
+// ---- the device handle ------------------------------------------------------------------
+
+// Programs get the soft device's ibv_context from rpma_utils_get_ibv_context
+// and may hand it to libibverbs: every verb fails, nothing crashes.
+TEST_F(soft_datapath_test, verbs_called_directly_on_the_soft_device_fail_cleanly) {
+  ibv_context* ctx = soft.find_device("127.0.0.1", false).value();
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_NE(ctx->device, nullptr);
+  EXPECT_STREQ(ibv_get_device_name(ctx->device), "arpma_soft");
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_pd(ctx), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_device_attr attr{};
+  EXPECT_NE(ibv_query_device(ctx, &attr), 0);
+  ibv_device_attr_ex attr_ex{};
+  EXPECT_NE(ibv_query_device_ex(ctx, nullptr, &attr_ex), 0);
+  ibv_port_attr port{};
+  EXPECT_NE(ibv_query_port(ctx, 1, &port), 0);
+  if (ibv_comp_channel* channel = ibv_create_comp_channel(ctx)) {
+    (void)ibv_destroy_comp_channel(channel);  // a plain fd is all it needs: fine either way
+  }
+  EXPECT_EQ(ibv_create_cq(ctx, 4, nullptr, nullptr, 0), nullptr);
+
+  // The inline wrappers go through ctx->ops; objects that claim the context
+  // reach the same failures.
+  ibv_qp qp{};
+  qp.context = ctx;
+  ibv_send_wr swr{};
+  ibv_send_wr* bad_send = nullptr;
+  EXPECT_NE(ibv_post_send(&qp, &swr, &bad_send), 0);
+  ibv_recv_wr rwr{};
+  ibv_recv_wr* bad_recv = nullptr;
+  EXPECT_NE(ibv_post_recv(&qp, &rwr, &bad_recv), 0);
+  ibv_cq cq{};
+  cq.context = ctx;
+  ibv_wc wc{};
+  EXPECT_LT(ibv_poll_cq(&cq, 1, &wc), 0);
+  EXPECT_NE(ibv_req_notify_cq(&cq, 0), 0);
+  ibv_srq srq{};
+  srq.context = ctx;
+  EXPECT_NE(ibv_post_srq_recv(&srq, &rwr, &bad_recv), 0);
+}
+
+// ---- hostile raw peers -----------------------------------------------------------------
+
+int raw_connect(std::uint16_t port) {
+  const sockaddr_in to = loopback(port);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(fd, sa(to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool write_all(int fd, const std::vector<std::uint8_t>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Exactly `n` bytes within the wait limit; shorter on EOF or timeout.
+std::vector<std::uint8_t> read_exact(int fd, std::size_t n) {
+  std::vector<std::uint8_t> out;
+  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
+  while (out.size() < n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd ready{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
+    std::array<std::uint8_t, 512> buf{};
+    const ssize_t got = ::recv(fd, buf.data(), std::min(buf.size(), n - out.size()), 0);
+    if (got <= 0) break;
+    out.insert(out.end(), buf.begin(), buf.begin() + got);
+  }
+  return out;
+}
+
+bool closed_by_peer(int fd) {
+  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd ready{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) return false;
+    std::array<std::uint8_t, 256> buf{};
+    if (::recv(fd, buf.data(), buf.size(), 0) <= 0) return true;
+  }
+}
+
+void put_be(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
+  for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8)
+    out.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
+/// A frame as docs/soft-provider.md specifies it, built independently of the
+/// provider so the test pins the wire format.
+std::vector<std::uint8_t> wire_frame(std::uint8_t type, const std::vector<std::uint8_t>& payload,
+                                     std::uint32_t length_field = 0xffffffff) {
+  std::vector<std::uint8_t> out;
+  put_be(out, 0x4152504d, 4);
+  out.push_back(1);
+  out.push_back(type);
+  put_be(out, 0, 2);
+  put_be(out, length_field != 0xffffffff ? length_field : payload.size(), 4);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+std::vector<std::uint8_t> remote(std::uint32_t rkey, std::uint64_t addr) {
+  std::vector<std::uint8_t> p;
+  put_be(p, rkey, 4);
+  put_be(p, addr, 8);
+  return p;
+}
+
+std::vector<std::uint8_t> write_frame(std::uint32_t rkey, std::uint64_t addr, std::size_t len) {
+  auto p = remote(rkey, addr);
+  p.insert(p.end(), len, 0xcc);
+  return wire_frame(18, p);
+}
+
+std::vector<std::uint8_t> read_frame(std::uint32_t rkey, std::uint64_t addr, std::uint32_t len) {
+  auto p = remote(rkey, addr);
+  put_be(p, len, 4);
+  return wire_frame(20, p);
+}
+
+const std::vector<std::uint8_t> nak_access = {0x41, 0x52, 0x50, 0x4d, 1, 24, 0, 0,
+                                              0,    0,    0,    4,    0, 0,  0, 10};
+
+/// A raw TCP peer that got through the handshake to a passive id with a QP
+/// and a guarded target region.
+class soft_datapath_hostile : public soft_datapath_test {
+ protected:
+  void SetUp() override {
+    soft_datapath_test::SetUp();
+    make_objects(b);
+    listener_ = soft.create_id(b.ch, 1).value();
+    const sockaddr_in any = loopback(0);
+    ASSERT_FALSE(soft.bind_addr(listener_, sa(any)));
+    ASSERT_FALSE(soft.listen(listener_, 4));
+    tmr_ = reg(b, target_.data(), target_.size());
+    rkey_ = soft.mr_rkey(tmr_);
+  }
+  void TearDown() override {
+    if (fd_ >= 0) ::close(fd_);
+    EXPECT_FALSE(soft.destroy_id(listener_));
+    soft_datapath_test::TearDown();
+  }
+
+  /// REQ, REP, RTU by hand; the passive id becomes b.id.
+  void handshake() {
+    fd_ = raw_connect(soft.local_port(listener_));
+    ASSERT_GE(fd_, 0);
+    ASSERT_TRUE(write_all(fd_, wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
+    auto req = next_event(soft, b.ch);
+    ASSERT_TRUE(req && req->type == cm_event_type::connect_request);
+    b.id = req->id;
+    make_qp(b, {});
+    ASSERT_FALSE(soft.accept(b.id, {}));
+    ASSERT_EQ(read_exact(fd_, 12 + 8).size(), 20u);
+    ASSERT_TRUE(write_all(fd_, wire_frame(4, {})));
+    auto est = next_event(soft, b.ch);
+    ASSERT_TRUE(est && est->type == cm_event_type::established);
+  }
+
+  void expect_disconnected() {
+    auto e = next_event(soft, b.ch);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->type, cm_event_type::disconnected) << prov::to_string(e->type);
+  }
+
+  std::uint64_t base() { return addr_of(target_.data()); }
+
+  guarded target_{256, 0x11};
+  prov::mr* tmr_ = nullptr;
+  std::uint32_t rkey_ = 0;
+  int fd_ = -1;
+
+ private:
+  prov::cm_id* listener_ = nullptr;
+};
+
+TEST_F(soft_datapath_hostile, forged_keys_and_bad_ranges_get_a_nak_and_nothing_after_runs) {
+  handshake();
+  const auto before = target_.bytes;
+  ASSERT_TRUE(write_all(fd_, write_frame(rkey_ ^ 0x80000000u, base(), 16)));
+  EXPECT_EQ(read_exact(fd_, 16), nak_access);
+  // The QP is in error now: even a valid write is not executed.
+  ASSERT_TRUE(write_all(fd_, write_frame(rkey_, base(), 16)));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(target_.bytes, before);
+}
+
+TEST_F(soft_datapath_hostile, each_out_of_bounds_request_is_refused) {
+  const std::vector<std::vector<std::uint8_t>> requests = {
+      write_frame(rkey_, base() + 250, 16),            // runs past the end
+      write_frame(rkey_, base() - 1, 2),               // starts before
+      write_frame(rkey_, ~std::uint64_t{0} - 3, 16),   // wraps around
+      read_frame(rkey_, base() + 1, 256),              // one byte too many
+      read_frame(rkey_, ~std::uint64_t{0} - 7, 4096),  // wraps around
+      read_frame(0x12345678, base(), 8),               // forged
+      wire_frame(21,
+                 [&] {  // atomic write before the MR
+                   auto p = remote(rkey_, base() - 8);
+                   p.insert(p.end(), 8, 0xcc);
+                   return p;
+                 }()),
+      wire_frame(22,
+                 [&] {  // flush past the end
+                   auto p = remote(rkey_, base());
+                   put_be(p, 257, 8);
+                   p.push_back(0);
+                   p.push_back(0);
+                   return p;
+                 }()),
+  };
+  const auto before = target_.bytes;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(i);
+    handshake();
+    ASSERT_TRUE(write_all(fd_, requests[i]));
+    EXPECT_EQ(read_exact(fd_, 16), nak_access);
+    EXPECT_EQ(target_.bytes, before);
+    soft.destroy_qp(b.id);
+    EXPECT_FALSE(soft.destroy_id(b.id));
+    b.id = nullptr;
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+TEST_F(soft_datapath_hostile, malformed_frames_close_the_connection) {
+  const std::vector<std::vector<std::uint8_t>> frames = {
+      read_frame(rkey_, base(), 0xffffffffu),              // absurd read length
+      wire_frame(18, remote(rkey_, base()), 0xfffffff0u),  // absurd write length
+      wire_frame(18, {1, 2, 3}),                           // too short for a write
+      wire_frame(23, {0, 0, 0, 1}),                        // ACK of nothing
+      wire_frame(23, {0, 0, 0, 0}),                        // ACK of zero
+      wire_frame(24, {0, 0, 0, 10}),                       // NAK of nothing
+      wire_frame(25, {1, 2, 3}),                           // read response unasked
+      wire_frame(22,
+                 [&] {  // unknown flush type
+                   auto p = remote(rkey_, base());
+                   put_be(p, 8, 8);
+                   p.push_back(7);
+                   p.push_back(0);
+                   return p;
+                 }()),
+      wire_frame(40, {}),                   // unknown type
+      std::vector<std::uint8_t>(32, 0xab),  // garbage
+  };
+  const auto before = target_.bytes;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE(i);
+    handshake();
+    ASSERT_TRUE(write_all(fd_, frames[i]));
+    EXPECT_TRUE(closed_by_peer(fd_));
+    expect_disconnected();
+    EXPECT_EQ(target_.bytes, before);
+    soft.destroy_qp(b.id);
+    EXPECT_FALSE(soft.destroy_id(b.id));
+    b.id = nullptr;
+    while (next_event(soft, b.ch, 100ms)) {
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+TEST_F(soft_datapath_hostile, a_truncated_write_then_eof_places_nothing) {
+  handshake();
+  const auto before = target_.bytes;
+  auto f = write_frame(rkey_, base(), 64);
+  f.resize(f.size() - 10);
+  ASSERT_TRUE(write_all(fd_, f));
+  ::shutdown(fd_, SHUT_WR);
+  expect_disconnected();
+  EXPECT_EQ(target_.bytes, before);
+}
+
+// ---- two processes ---------------------------------------------------------------------
+
+int wait_child(pid_t pid, std::chrono::milliseconds limit = 10000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(10ms);
+  }
+  ::kill(pid, SIGKILL);
+  (void)::waitpid(pid, &status, 0);
+  return -1;
+}
+
+struct region_desc {
+  std::uint64_t addr;
+  std::uint32_t rkey;
+};
+
+/// The child's active side. Mode 0: write a pattern into the parent's region
+/// (from the accept's private data), send "done" with an immediate, read the
+/// region back, wait for the parent's disconnect. Mode 1: offer a region of
+/// its own in the connect's private data, say ready on `ready_fd`, then
+/// write to the parent forever (until killed).
+int child_active_side(std::uint16_t port, int mode, int ready_fd) {
+  prov::soft_provider p;
+  prov::device* dev = p.find_device("127.0.0.1", true).value();
+  prov::event_channel* ch = p.create_event_channel().value();
+  prov::cm_id* id = p.create_id(ch, 1).value();
+  const sockaddr_in to = loopback(port);
+  if (p.resolve_addr(id, sa(to), 1000) || !next_event(p, ch)) return 10;
+  if (p.resolve_route(id, 1000) || !next_event(p, ch)) return 11;
+  prov::pd* pd = p.alloc_pd(dev).value();
+  prov::cq* cq = p.create_cq(dev, 64, nullptr).value();
+  prov::qp_config config;
+  config.send_cq = config.recv_cq = cq;
+  config.max_send_wr = 32;
+  if (p.create_qp(id, pd, config)) return 12;
+  std::vector<std::uint8_t> mine(4096);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<std::uint8_t>(i ^ 0x5a);
+  std::vector<std::uint8_t> back(4096, 0);
+  prov::mr* mr = p.reg_mr(pd, mine.data(), mine.size(), all_access).value();
+  prov::mr* bmr = p.reg_mr(pd, back.data(), back.size(), all_access).value();
+  region_desc offer{addr_of(mine.data()), p.mr_rkey(mr)};
+  prov::conn_param param;
+  param.private_data = &offer;
+  param.private_data_len = sizeof offer;
+  if (p.connect(id, param)) return 13;
+  auto e = next_event(p, ch);
+  if (!e || e->type != cm_event_type::established) return 14;
+  region_desc theirs{};
+  std::memcpy(&theirs, e->private_data.data(), sizeof theirs);
+  prov::send_wr wr;
+  wr.opcode = wr_opcode::rdma_write;
+  wr.local = {addr_of(mine.data()), 4096, p.mr_lkey(mr)};
+  wr.remote_addr = theirs.addr;
+  wr.rkey = theirs.rkey;
+  if (mode == 1) {
+    const char one = 1;
+    (void)!::write(ready_fd, &one, 1);
+    wr.signaled = false;
+    for (;;) {
+      (void)p.post_send(id, wr);
+      std::array<prov::work_completion, 8> wcs{};
+      (void)p.poll_cq(cq, wcs);
+    }
+  }
+  if (p.post_send(id, wr)) return 15;
+  auto wc = next_wc(p, cq);
+  if (!wc || wc->status != wc_status::success) return 16;
+  wr.opcode = wr_opcode::send_with_imm;
+  wr.imm = 4096;
+  wr.local.length = 4;
+  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 17;
+  wr.opcode = wr_opcode::rdma_read;
+  wr.local = {addr_of(back.data()), 4096, p.mr_lkey(bmr)};
+  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 18;
+  if (back != mine) return 19;
+  e = next_event(p, ch);
+  if (!e || e->type != cm_event_type::disconnected) return 20;
+  p.destroy_qp(id);
+  if (p.destroy_id(id) || p.dereg_mr(mr) || p.dereg_mr(bmr) || p.destroy_cq(cq) || p.dealloc_pd(pd))
+    return 21;
+  p.destroy_event_channel(ch);
+  return 0;
+}
+
+pid_t spawn_active_side(std::uint16_t port, int mode, int ready_fd) {
+  std::string spec = "ARPMA_SOFT_DP_CHILD=" + std::to_string(port) + ":" + std::to_string(mode) +
+                     ":" + std::to_string(ready_fd);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.push_back(spec.data());
+  env.push_back(nullptr);
+  std::string name = "soft_datapath_test";
+  std::array<char*, 2> argv = {name.data(), nullptr};
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (ready_fd >= 0) (void)::fcntl(ready_fd, F_SETFD, 0);
+    if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
+    ::execve("/proc/self/exe", argv.data(), env.data());
+    ::_exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  return pid;
+}
+
+// The re-executed test binary plays the child before gtest's main runs.
+const bool child_ran = [] {
+  const char* spec = std::getenv("ARPMA_SOFT_DP_CHILD");  // NOLINT(concurrency-mt-unsafe)
+  if (spec == nullptr) return false;
+  unsigned port = 0;
+  int mode = 0;
+  int ready_fd = -1;
+  if (std::sscanf(spec, "%u:%d:%d", &port, &mode, &ready_fd) != 3) ::_exit(2);
+  ::_exit(child_active_side(static_cast<std::uint16_t>(port), mode, ready_fd));
+}();
+
+class soft_datapath_processes : public soft_datapath_test {
+ protected:
+  /// Listens on an ephemeral port and spawns the child (mode, ready_fd).
+  pid_t listen_and_spawn(int mode, int ready_fd) {
+    listener_ = soft.create_id(b.ch, 1).value();
+    const sockaddr_in any = loopback(0);
+    EXPECT_FALSE(soft.bind_addr(listener_, sa(any)));
+    EXPECT_FALSE(soft.listen(listener_, 4));
+    return spawn_active_side(soft.local_port(listener_), mode, ready_fd);
+  }
+  void TearDown() override {
+    if (listener_ != nullptr) {
+      EXPECT_FALSE(soft.destroy_id(listener_));
+    }
+    soft_datapath_test::TearDown();
+  }
+  prov::cm_id* listener_ = nullptr;
+};
+
+TEST_F(soft_datapath_processes, write_send_and_read_across_two_processes) {
+  guarded target(4096, 0);
+  std::array<char, 16> in{};
+  make_objects(b);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  region_desc mine{addr_of(target.data()), soft.mr_rkey(tmr)};
+  const pid_t pid = listen_and_spawn(0, -1);
+  ASSERT_GT(pid, 0);
+  auto req = next_event(soft, b.ch);
+  ASSERT_TRUE(req && req->type == cm_event_type::connect_request) << "no request from the child";
+  b.id = req->id;
+  make_qp(b, {});
+  prov::mr* imr = reg(b, in.data(), in.size());
+  ASSERT_FALSE(recv(b, imr, in.data(), in.size(), 77));
+  prov::conn_param param;
+  param.private_data = &mine;
+  param.private_data_len = sizeof mine;
+  ASSERT_FALSE(soft.accept(b.id, param));
+  auto est = next_event(soft, b.ch);
+  ASSERT_TRUE(est && est->type == cm_event_type::established);
+  auto wc = next_wc(soft, b.rcq);
+  ASSERT_TRUE(wc) << "no send from the child";
+  EXPECT_EQ(wc->wr_id, 77u);
+  EXPECT_TRUE(wc->with_imm);
+  EXPECT_EQ(wc->imm_data, 4096u);
+  for (std::size_t i = 0; i < 4096; ++i)
+    ASSERT_EQ(target.data()[i], static_cast<std::uint8_t>(i ^ 0x5a)) << i;
+  EXPECT_TRUE(target.guards_intact());
+  std::this_thread::sleep_for(100ms);  // the child's read back
+  ASSERT_FALSE(soft.disconnect(b.id));
+  EXPECT_EQ(wait_child(pid), 0) << "the child's exit status says where it stopped";
+}
+
+TEST_F(soft_datapath_processes, a_peer_killed_mid_transfer_flushes_and_disconnects) {
+  guarded target(4096, 0);
+  make_objects(b);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  region_desc mine{addr_of(target.data()), soft.mr_rkey(tmr)};
+  std::array<int, 2> ready{};
+  ASSERT_EQ(::pipe2(ready.data(), O_CLOEXEC), 0);
+  const pid_t pid = listen_and_spawn(1, ready[1]);
+  ASSERT_GT(pid, 0);
+  ::close(ready[1]);
+  auto req = next_event(soft, b.ch);
+  ASSERT_TRUE(req && req->type == cm_event_type::connect_request);
+  region_desc theirs{};
+  std::memcpy(&theirs, req->private_data.data(), sizeof theirs);
+  b.id = req->id;
+  make_qp(b, {});
+  prov::conn_param param;
+  param.private_data = &mine;
+  param.private_data_len = sizeof mine;
+  ASSERT_FALSE(soft.accept(b.id, param));
+  auto est = next_event(soft, b.ch);
+  ASSERT_TRUE(est && est->type == cm_event_type::established);
+  pollfd child_ready{ready[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&child_ready, 1, 5000), 1) << "the child is writing";
+  ::close(ready[0]);
+  // Outstanding work of ours: sends the child never receives, reads of its region.
+  std::vector<std::uint8_t> buf(4096);
+  prov::mr* bmr = reg(b, buf.data(), buf.size());
+  for (std::uint64_t i = 0; i < 4; ++i)
+    ASSERT_FALSE(post(b, wr_opcode::send, bmr, buf.data(), 64, 0, 0, i));
+  std::this_thread::sleep_for(50ms);
+
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  auto e = next_event(soft, b.ch);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::disconnected) << prov::to_string(e->type);
+  for (std::uint64_t i = 0; i < 4; ++i)
+    expect_wc(b.cq, i, wc_status::wr_flush_err, wc_opcode::send);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 2s);
+  EXPECT_TRUE(target.guards_intact());
+  EXPECT_EQ(wait_child(pid), 128 + SIGKILL);
+  (void)theirs;
+}
+
+}  // namespace
