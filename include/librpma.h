@@ -56,6 +56,8 @@ struct rpma_peer_cfg;
 struct rpma_ep;
 struct rpma_conn;
 struct rpma_cq;
+struct rpma_mr_local;
+struct rpma_mr_remote;
 
 /* ---- utils ------------------------------------------------------------- */
 
@@ -291,6 +293,104 @@ int rpma_peer_cfg_get_descriptor_size(const struct rpma_peer_cfg* pcfg, size_t* 
 int rpma_peer_cfg_from_descriptor(const void* desc, size_t desc_size,
                                   struct rpma_peer_cfg** pcfg_ptr);
 
+/* ---- memory registration ----------------------------------------------- */
+
+#define RPMA_MR_USAGE_READ_SRC (1 << 0)
+#define RPMA_MR_USAGE_READ_DST (1 << 1)
+#define RPMA_MR_USAGE_WRITE_SRC (1 << 2)
+#define RPMA_MR_USAGE_WRITE_DST (1 << 3)
+#define RPMA_MR_USAGE_FLUSH_TYPE_VISIBILITY (1 << 4)
+#define RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT (1 << 5)
+#define RPMA_MR_USAGE_SEND (1 << 6)
+#define RPMA_MR_USAGE_RECV (1 << 7)
+
+/*
+ * rpma_mr_reg -- registers [ptr, ptr + size) for the usage given (a bitwise
+ * OR of RPMA_MR_USAGE_*), with librpma's mapping of usage to access flags.
+ *
+ * RETURN VALUE: 0 and *mr_ptr set; on failure *mr_ptr is untouched:
+ * - RPMA_E_INVAL - peer, ptr or mr_ptr is NULL, size is 0, usage is 0 or has
+ *   unknown bits
+ * - RPMA_E_NOMEM - out of memory
+ * - RPMA_E_PROVIDER - the registration failed (errno logged)
+ * C++: arpma::local_mr::reg().
+ */
+int rpma_mr_reg(struct rpma_peer* peer, void* ptr, size_t size, int usage,
+                struct rpma_mr_local** mr_ptr);
+
+/*
+ * rpma_mr_dereg -- deregisters, frees and sets *mr_ptr to NULL, even when the
+ * deregistration fails (as librpma's code; its manual says otherwise).
+ *
+ * RETURN VALUE: 0 (also when *mr_ptr is NULL), RPMA_E_INVAL (mr_ptr is
+ * NULL), RPMA_E_PROVIDER.
+ */
+int rpma_mr_dereg(struct rpma_mr_local** mr_ptr);
+
+/*
+ * rpma_mr_get_descriptor -- writes the region's 21-byte descriptor (address
+ * u64, length u64, rkey u32, usage u8; little-endian) to desc. SECURITY: send
+ * it over an authenticated channel; private data is not one.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (mr or desc is NULL).
+ */
+int rpma_mr_get_descriptor(const struct rpma_mr_local* mr, void* desc);
+
+/*
+ * rpma_mr_get_descriptor_size -- 21.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (mr or desc_size is NULL).
+ */
+int rpma_mr_get_descriptor_size(const struct rpma_mr_local* mr, size_t* desc_size);
+
+/*
+ * rpma_mr_remote_from_descriptor -- decodes the other side's descriptor.
+ *
+ * RETURN VALUE: 0 and *mr_ptr set; on failure *mr_ptr is untouched:
+ * - RPMA_E_INVAL - desc or mr_ptr is NULL, desc_size < 21, or usage is 0
+ * - RPMA_E_NOMEM - out of memory
+ * C++: arpma::remote_mr::from_descriptor().
+ */
+int rpma_mr_remote_from_descriptor(const void* desc, size_t desc_size,
+                                   struct rpma_mr_remote** mr_ptr);
+
+/*
+ * rpma_mr_get_ptr / rpma_mr_get_size -- the registered address and length.
+ * rpma_mr_remote_get_size -- the remote region's length.
+ * rpma_mr_remote_get_flush_type -- the remote region's usage bits
+ * RPMA_MR_USAGE_FLUSH_TYPE_PERSISTENT | _VISIBILITY that are set (a usage
+ * mask, as in librpma, not an enum rpma_flush_type).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (a NULL argument).
+ */
+int rpma_mr_get_ptr(const struct rpma_mr_local* mr, void** ptr);
+int rpma_mr_get_size(const struct rpma_mr_local* mr, size_t* size);
+int rpma_mr_remote_get_size(const struct rpma_mr_remote* mr, size_t* size);
+int rpma_mr_remote_get_flush_type(const struct rpma_mr_remote* mr, int* flush_type);
+
+/*
+ * rpma_mr_remote_delete -- frees the remote region and sets *mr_ptr to NULL.
+ *
+ * RETURN VALUE: 0 (also when *mr_ptr is NULL), RPMA_E_INVAL (mr_ptr is NULL).
+ */
+int rpma_mr_remote_delete(struct rpma_mr_remote** mr_ptr);
+
+/*
+ * rpma_mr_advise -- ibv_advise_mr for On-Demand Paging regions; no provider
+ * of arpma registers with On-Demand Paging.
+ *
+ * RETURN VALUE: RPMA_E_INVAL (mr is NULL), otherwise RPMA_E_NOSUPP.
+ */
+int rpma_mr_advise(struct rpma_mr_local* mr, size_t offset, size_t len, int advice, uint32_t flags);
+
+/*
+ * rpma_utils_ibv_context_is_odp_capable -- whether registrations use
+ * On-Demand Paging: never in arpma (*is_odp_capable = 0).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (ibv_ctx or is_odp_capable is NULL).
+ */
+int rpma_utils_ibv_context_is_odp_capable(struct ibv_context* ibv_ctx, int* is_odp_capable);
+
 /* ---- listening endpoint ------------------------------------------------ */
 
 /*
@@ -383,6 +483,20 @@ int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
  */
 int rpma_conn_req_get_private_data(const struct rpma_conn_req* req,
                                    struct rpma_conn_private_data* pdata);
+
+/*
+ * rpma_conn_req_recv -- posts a receive into [offset, offset + len) of dst
+ * before the connection exists (a message the peer sends right after
+ * connecting finds it). op_context comes back as the completion's wr_id.
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - req or dst is NULL, or the range leaves the region or is
+ *   over 4 GiB (librpma posts it and the completion fails)
+ * - RPMA_E_PROVIDER - ibv_post_recv failed (e.g. ENOMEM: the receive queue
+ *   is full)
+ */
+int rpma_conn_req_recv(struct rpma_conn_req* req, struct rpma_mr_local* dst, size_t offset,
+                       size_t len, const void* op_context);
 
 /* ---- connection -------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #include "capi/conn_cfg.hpp"
 #include "capi/objects.hpp"
 #include "core/direct_calls.hpp"
+#include "core/post.hpp"
 
 #include <memory>
 
@@ -65,6 +66,16 @@ int rpma_conn_req_get_private_data(const struct rpma_conn_req* req,
   pdata->ptr = data.empty() ? nullptr : const_cast<std::uint8_t*>(data.data());
   pdata->len = static_cast<std::uint8_t>(data.size());
   return 0;
+}
+
+int rpma_conn_req_recv(struct rpma_conn_req* req, struct rpma_mr_local* dst, size_t offset,
+                       size_t len, const void* op_context) {
+  if (req == nullptr || dst == nullptr || req->cxx.state() == nullptr) return RPMA_E_INVAL;
+  return arpma::capi::guarded([&] {
+    const auto ec = arpma::detail::post_recv(*req->cxx.state(), dst->cxx.state(), offset, len,
+                                             reinterpret_cast<std::uintptr_t>(op_context));
+    return arpma::to_rpma_error(ec);
+  });
 }
 
 }  // extern "C"

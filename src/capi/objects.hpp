@@ -5,6 +5,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/error.hpp"
+#include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 
 #include <librpma.h>
@@ -36,6 +37,14 @@ struct rpma_conn {
   rpma_cq cq;
   rpma_cq rcq;
   std::atomic<bool> direct_write_to_pmem{false};
+};
+
+struct rpma_mr_local {
+  arpma::local_mr cxx;
+};
+
+struct rpma_mr_remote {
+  arpma::remote_mr cxx;
 };
 
 struct rpma_peer_cfg {
