@@ -391,6 +391,118 @@ int rpma_mr_advise(struct rpma_mr_local* mr, size_t offset, size_t len, int advi
  */
 int rpma_utils_ibv_context_is_odp_capable(struct ibv_context* ibv_ctx, int* is_odp_capable);
 
+/* ---- data path --------------------------------------------------------- */
+
+/* completion flags of every posting call (0 is invalid) */
+#define RPMA_F_COMPLETION_ON_ERROR (1 << 0)
+#define RPMA_F_COMPLETION_ALWAYS (1 << 1 | RPMA_F_COMPLETION_ON_ERROR)
+
+#define RPMA_ATOMIC_WRITE_ALIGNMENT 8
+
+enum rpma_flush_type {
+  RPMA_FLUSH_TYPE_PERSISTENT, /* flush to persistence (needs the peer's direct write to PMem) */
+  RPMA_FLUSH_TYPE_VISIBILITY, /* flush to global visibility */
+};
+
+/*
+ * The posting calls below each post one work request on the connection's
+ * queue pair and return; the completion (wr_id = op_context) comes from the
+ * CQ: rpma_cq_wait + rpma_cq_get_wc, or rpma_conn_wait with a shared channel.
+ * RPMA_F_COMPLETION_ALWAYS asks for a completion on success too;
+ * RPMA_F_COMPLETION_ON_ERROR only on failure. A buffer may be reused only
+ * after the operation's completion (or a later signaled one on the same queue).
+ *
+ * Common RETURN VALUE: 0, or
+ * - RPMA_E_INVAL - conn is NULL, flags is 0, a buffer is missing (both may be
+ *   NULL only for a zero-length operation), or a range leaves its local or
+ *   remote region or is over 4 GiB (librpma posts these and the completion
+ *   fails)
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send or receive queue is
+ *   full)
+ * C++: arpma::connection::async_read / async_write / ... (see
+ * include/arpma/connection.hpp).
+ */
+
+/* rpma_read -- RDMA read of [src_offset, +len) of src into [dst_offset, +len) of dst. */
+int rpma_read(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t dst_offset,
+              const struct rpma_mr_remote* src, size_t src_offset, size_t len, int flags,
+              const void* op_context);
+
+/* rpma_write -- RDMA write of [src_offset, +len) of src to [dst_offset, +len) of dst. */
+int rpma_write(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
+               const struct rpma_mr_local* src, size_t src_offset, size_t len, int flags,
+               const void* op_context);
+
+/* rpma_write_with_imm -- the same, consuming a receive at the peer that
+ * completes with imm (IBV_WC_RECV_RDMA_WITH_IMM). */
+int rpma_write_with_imm(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
+                        const struct rpma_mr_local* src, size_t src_offset, size_t len, int flags,
+                        uint32_t imm, const void* op_context);
+
+/* rpma_atomic_write -- writes the 8 bytes of src to dst at dst_offset as one
+ * unit (native ATOMIC_WRITE, or an inline 8-byte write where the device has
+ * none, as librpma). RPMA_E_INVAL also when dst_offset is not a multiple of
+ * RPMA_ATOMIC_WRITE_ALIGNMENT or dst or src is NULL. */
+int rpma_atomic_write(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
+                      const char src[8], int flags, const void* op_context);
+
+/* rpma_flush -- completes once the earlier writes to [dst_offset, +len) of
+ * dst are placed (VISIBILITY) or persistent (PERSISTENT): the native FLUSH
+ * where the device has it, else librpma's emulation (an 8-byte read).
+ * RPMA_E_NOSUPP: PERSISTENT without rpma_conn_apply_remote_peer_cfg saying
+ * direct write to PMem, or a region registered without that flush usage.
+ * RPMA_E_INVAL also for an unknown type (librpma does not check). */
+int rpma_flush(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset, size_t len,
+               enum rpma_flush_type type, int flags, const void* op_context);
+
+/* rpma_send / rpma_send_with_imm -- a message from [offset, +len) of src;
+ * it consumes a receive posted by the peer (rpma_recv, rpma_conn_req_recv). */
+int rpma_send(struct rpma_conn* conn, const struct rpma_mr_local* src, size_t offset, size_t len,
+              int flags, const void* op_context);
+int rpma_send_with_imm(struct rpma_conn* conn, const struct rpma_mr_local* src, size_t offset,
+                       size_t len, int flags, uint32_t imm, const void* op_context);
+
+/* rpma_recv -- a buffer for the peer's next send (no flags: a receive always
+ * completes). dst may be NULL with offset and len 0. */
+int rpma_recv(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t offset, size_t len,
+              const void* op_context);
+
+/* ---- completions ------------------------------------------------------- */
+
+/*
+ * rpma_cq_wait -- waits for the CQ's completion channel (blocking unless
+ * O_NONBLOCK is set on rpma_cq_get_fd), acknowledges the event and re-arms
+ * the CQ. Drain the CQ with rpma_cq_get_wc afterwards; a wake-up may find
+ * nothing (RPMA_E_NO_COMPLETION there).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (cq is NULL), RPMA_E_SHARED_CHANNEL (the
+ * connection shares one channel: use rpma_conn_wait), RPMA_E_NO_COMPLETION
+ * (no event: the fd is non-blocking, or reading it failed), RPMA_E_PROVIDER
+ * (re-arming failed).
+ */
+int rpma_cq_wait(struct rpma_cq* cq);
+
+/*
+ * rpma_cq_get_wc -- takes up to num_entries completions (ibv_poll_cq).
+ * num_entries_got may be NULL only when num_entries is 1.
+ *
+ * RETURN VALUE: 0 and *num_entries_got set, or RPMA_E_INVAL (cq or wc NULL,
+ * num_entries < 1, or num_entries > 1 with num_entries_got NULL),
+ * RPMA_E_NO_COMPLETION (the CQ is empty), RPMA_E_PROVIDER (polling failed).
+ */
+int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* num_entries_got);
+
+/*
+ * rpma_conn_wait -- waits on the connection's shared completion channel,
+ * acknowledges the event, re-arms the CQ that fired and reports it (*cq; and
+ * *is_rcq when not NULL). flags is reserved (ignored), as in librpma.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (conn or cq is NULL),
+ * RPMA_E_NOT_SHARED_CHNL, RPMA_E_NO_COMPLETION (no event), RPMA_E_UNKNOWN
+ * (an event of neither CQ), RPMA_E_PROVIDER (re-arming failed; *cq = NULL).
+ */
+int rpma_conn_wait(struct rpma_conn* conn, int flags, struct rpma_cq** cq, bool* is_rcq);
+
 /* ---- listening endpoint ------------------------------------------------ */
 
 /*

@@ -33,12 +33,6 @@ int rpma_conn_get_private_data(const struct rpma_conn* conn, struct rpma_conn_pr
   return 0;
 }
 
-int rpma_conn_apply_remote_peer_cfg(struct rpma_conn* conn, const struct rpma_peer_cfg* pcfg) {
-  if (conn == nullptr || pcfg == nullptr) return RPMA_E_INVAL;
-  conn->direct_write_to_pmem.store(pcfg->direct_write_to_pmem.load());
-  return 0;
-}
-
 int rpma_conn_get_qp_num(const struct rpma_conn* conn, uint32_t* qp_num) {
   if (conn == nullptr || qp_num == nullptr) return RPMA_E_INVAL;
   *qp_num = conn->cxx.qp_num();

@@ -36,7 +36,6 @@ struct rpma_conn {
   arpma::connection cxx;
   rpma_cq cq;
   rpma_cq rcq;
-  std::atomic<bool> direct_write_to_pmem{false};
 };
 
 struct rpma_mr_local {

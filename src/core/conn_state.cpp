@@ -96,6 +96,8 @@ std::error_code conn_state::destroy() noexcept {
   std::error_code first;
   for (auto& weak : std::exchange(watchers_, {}))
     if (auto w = weak.lock()) w->gone();
+  if (flush_raw) keep_first(first, flush_raw->dereg());  // first, as librpma's flush object
+  flush_raw.reset();
   if (has_qp) {
     p.destroy_qp(id);
     has_qp = false;

@@ -4,9 +4,12 @@
 
 #include "arpma/connection.hpp"
 #include "core/cm_channel.hpp"
+#include "core/mr_state.hpp"
 #include "core/peer_state.hpp"
 #include "provider/provider.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -97,6 +100,11 @@ struct conn_state final : cm_event_sink {
   cq_state rcq;
   /// The peer's private data: of CONNECT_REQUEST (passive) or ESTABLISHED (active).
   std::vector<std::uint8_t> private_data;
+  /// The peer places writes directly in persistent memory (its peer cfg).
+  std::atomic<bool> direct_write_to_pmem{false};
+  /// librpma's flush emulation: 8 bytes read back, registered on first use.
+  std::array<std::uint8_t, 8> flush_raw_buffer{};
+  std::unique_ptr<local_mr_state> flush_raw;
   bool closed = false;  ///< DISCONNECTED (or a fatal event) seen by the sink
   bool disconnect_sent = false;
   std::deque<provider::cm_event> inbox;

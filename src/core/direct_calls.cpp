@@ -6,7 +6,31 @@
 #include "core/log_internal.hpp"
 #include "core/sync_wait.hpp"
 
+#include <fcntl.h>
+
+#include <cerrno>
+
 namespace arpma::detail {
+
+namespace {
+
+std::error_code make_blocking(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+    return {errno, std::system_category()};
+  return {};
+}
+
+// rpma_cq_wait / rpma_conn_wait block until the program sets O_NONBLOCK.
+std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
+  auto& p = state.prov();
+  for (auto* channel : {state.shared_channel, state.cq.own_channel, state.rcq.own_channel})
+    if (channel != nullptr)
+      if (auto ec = make_blocking(p.comp_channel_fd(channel))) return ec;
+  return {};
+}
+
+}  // namespace
 
 result<endpoint> listen_now(const peer& p, const std::string& addr, const std::string& port) {
   if (!p.state()) return make_error_code(errc::invalid_argument);
@@ -30,8 +54,9 @@ result<connection> connect_now(conn_req req, std::span<const std::uint8_t> priva
   auto state = req.release();
   if (!state) return make_error_code(errc::invalid_argument);
   if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
-  // The fd the connection hands out behaves as librpma's: blocking.
+  // The fds the connection hands out behave as librpma's: blocking.
   if (auto ec = state->channel->set_blocking(true)) return ec;
+  if (auto ec = make_completion_fds_blocking(*state)) return ec;
   const auto len = static_cast<std::uint8_t>(private_data.size());
   if (auto ec = state->start_connect(private_data.empty() ? nullptr : private_data.data(), len))
     return ec;  // `state` lets go on the way out; an incoming request is rejected

@@ -2,19 +2,46 @@
 // argument checks and the work request, shared by the C and C++ data paths.
 #pragma once
 
+#include "arpma/mr.hpp"
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <system_error>
 
 namespace arpma::detail {
 
-/// A receive into [offset, offset + len) of `dst` (null with len 0: a
-/// receive without a buffer, for messages without payload).
-/// errc::invalid_argument when the range leaves the region or is over 4 GiB.
+/// Which flush: librpma's RPMA_FLUSH_TYPE_PERSISTENT (0) / _VISIBILITY (1).
+enum class flush_kind : int { persistent = 0, visibility = 1 };
+
+/// What every post takes besides its buffers.
+struct post_options {
+  bool signaled = true;  ///< a completion also on success
+  std::uint64_t wr_id = 0;
+};
+
+// Ranges are checked against both regions (overflow-safe): one leaving its
+// region is errc::invalid_argument here, not a remote access error later.
+// A null local region with length 0 is an empty transfer, as in librpma.
+
 std::error_code post_recv(conn_state& conn, const local_mr_state* dst, std::size_t offset,
                           std::size_t len, std::uint64_t wr_id);
+std::error_code post_read(conn_state& conn, const local_mr_state* dst, std::size_t dst_offset,
+                          const remote_mr* src, std::size_t src_offset, std::size_t len,
+                          post_options opts);
+std::error_code post_write(conn_state& conn, const remote_mr* dst, std::size_t dst_offset,
+                           const local_mr_state* src, std::size_t src_offset, std::size_t len,
+                           std::optional<std::uint32_t> imm, post_options opts);
+/// 8 bytes to an 8-byte aligned offset (errc::invalid_argument otherwise).
+std::error_code post_atomic_write(conn_state& conn, const remote_mr& dst, std::size_t dst_offset,
+                                  const char (&src)[8], post_options opts);
+/// errc::not_supported when the region (or, for persistent, the peer's
+/// configuration) does not allow that flush, as librpma.
+std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t dst_offset,
+                           std::size_t len, flush_kind kind, post_options opts);
+std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size_t offset,
+                          std::size_t len, std::optional<std::uint32_t> imm, post_options opts);
 
 }  // namespace arpma::detail
