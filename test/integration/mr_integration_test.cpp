@@ -142,9 +142,12 @@ TEST_F(mr_integration, conn_req_recv_posts_until_the_receive_queue_is_full) {
   EXPECT_EQ(rpma_conn_req_recv(nullptr, mr, 0, 8, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_conn_req_recv(req, nullptr, 0, 8, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_conn_req_recv(req, mr, buffer.size() - 4, 8, nullptr), RPMA_E_INVAL);
-  EXPECT_EQ(rpma_conn_req_recv(req, mr, 0, 64, nullptr), 0);
-  EXPECT_EQ(rpma_conn_req_recv(req, mr, 64, 64, nullptr), 0);
-  EXPECT_EQ(rpma_conn_req_recv(req, mr, 128, 64, nullptr), RPMA_E_PROVIDER) << "queue full";
+  // Devices may round the queue up (rxe does): at least 2 fit, and then it is full.
+  int posted = 0;
+  int rc = 0;
+  while (posted < 4096 && (rc = rpma_conn_req_recv(req, mr, 0, 64, nullptr)) == 0) ++posted;
+  EXPECT_GE(posted, 2);
+  EXPECT_EQ(rc, RPMA_E_PROVIDER) << "queue full after " << posted;
   EXPECT_EQ(rpma_conn_req_delete(&req), 0);
   EXPECT_EQ(rpma_mr_dereg(&mr), 0);
   EXPECT_EQ(rpma_conn_cfg_delete(&cfg), 0);

@@ -345,14 +345,12 @@ std::error_code post_inline_write(ibv_qp* qp, const send_wr& wr) noexcept {
   return from_status(ibv_post_send(qp, &native_wr, &bad));
 }
 
+// Native ATOMIC_WRITE needs a QP created with IBV_QP_EX_WITH_ATOMIC_WRITE in
+// its send_ops_flags (rdma_create_qp_ex); ours are plain RC QPs (rxe then
+// fails the work request with LOC_QP_OP_ERR), so the inline write it is,
+// and caps() says so.
 std::error_code post_atomic_write(ibv_qp* qp, const send_wr& wr) noexcept {
-  ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp);
-  if (qpx == nullptr || qpx->wr_atomic_write == nullptr) return post_inline_write(qp, wr);
-  ibv_wr_start(qpx);
-  qpx->wr_id = wr.wr_id;
-  qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
-  ibv_wr_atomic_write(qpx, wr.rkey, wr.remote_addr, wr.atomic_value.data());
-  return from_status(ibv_wr_complete(qpx));
+  return post_inline_write(qp, wr);
 }
 
 work_completion translate(const ibv_wc& wc) noexcept {
