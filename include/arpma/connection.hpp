@@ -2,12 +2,17 @@
 #pragma once
 
 #include "arpma/error.hpp"
+#include "arpma/mr.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 
+#include <array>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <system_error>
 
@@ -26,8 +31,58 @@ enum class conn_event : int {
 /// librpma's text for `event` ("Connection established", ...).
 [[nodiscard]] const char* to_string(conn_event event) noexcept;
 
+/// Which flush: to persistence (the peer must place writes directly in
+/// persistent memory) or to global visibility. Values of rpma_flush_type.
+enum class flush_type : int { persistent = 0, visibility = 1 };
+
+/// The opcode of a completion: the values of `ibv_wc_opcode`.
+enum class wc_opcode : int {
+  send = 0,
+  rdma_write = 1,
+  rdma_read = 2,
+  flush = 8,
+  atomic_write = 9,
+  recv = 128,
+  recv_rdma_with_imm = 129,
+};
+
+/// What a finished data-path operation reports.
+struct completion {
+  std::uint32_t byte_len = 0;  ///< bytes received (receives) or moved
+  wc_opcode opcode = wc_opcode::send;
+  std::optional<std::uint32_t> imm;  ///< immediate data (host order), if any
+  std::uint32_t qp_num = 0;
+};
+
 namespace detail {
 struct conn_state;
+struct local_mr_state;
+
+/// One data-path operation, as the templates below describe it.
+struct data_op {
+  enum class kind : std::uint8_t {
+    read,
+    write,
+    write_with_imm,
+    atomic_write,
+    flush,
+    send,
+    send_with_imm,
+    recv
+  };
+  kind what = kind::send;
+  const local_mr_state* local = nullptr;
+  std::size_t local_offset = 0;
+  std::optional<remote_mr> remote;
+  std::size_t remote_offset = 0;
+  std::size_t len = 0;
+  std::uint32_t imm = 0;
+  flush_type flush = flush_type::visibility;
+  std::array<char, 8> value{};
+};
+using completion_handler = boost::asio::any_completion_handler<void(error_code, completion)>;
+void start_data_op(conn_state* state, const data_op& op, completion_handler handler);
+inline const local_mr_state* state_of(const local_mr& mr) noexcept { return mr.state(); }
 using conn_event_handler = boost::asio::any_completion_handler<void(error_code, conn_event)>;
 using disconnect_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_next_event(conn_state* state, conn_event_handler handler);
@@ -99,10 +154,146 @@ class connection {
         token, state_.get());
   }
 
+  // ---- data path ----------------------------------------------------------
+  // Each operation posts one work request and completes when its own
+  // completion arrives: `void(arpma::error_code, arpma::completion)`. Errors:
+  // errc::invalid_argument (a range outside its region, an unaligned atomic
+  // write, a closed connection), errc::not_supported (a flush the region or
+  // the peer does not allow), the provider's errno when posting fails
+  // (ENOMEM: the queue is full), or the completion's status as wc_errc
+  // (rem_access_err, wr_flush_err after a disconnect, ...; all
+  // == errc::provider).
+  //
+  // Buffers: the local_mr must stay registered, and its memory untouched
+  // (sources) or unread (destinations), until the handler runs.
+  //
+  // Cancellation (terminal, partial): RDMA cannot take a posted work request
+  // back, so a cancelled operation completes with operation_aborted when the
+  // provider returns it — its own completion, or the flush of every
+  // outstanding request when the connection is closed or lost. Only then is
+  // the buffer free. Closing or destroying the connection completes every
+  // operation in flight with operation_aborted (its queue pair is gone).
+
+  /// RDMA read of [src_offset, +len) of `src` into [dst_offset, +len) of `dst`.
+  template <class CompletionToken>
+  auto async_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
+                  std::size_t src_offset, std::size_t len, CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::read;
+    op.local = detail::state_of(dst);
+    op.local_offset = dst_offset;
+    op.remote = src;
+    op.remote_offset = src_offset;
+    op.len = len;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// RDMA write of [src_offset, +len) of `src` to [dst_offset, +len) of `dst`.
+  template <class CompletionToken>
+  auto async_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
+                   std::size_t src_offset, std::size_t len, CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::write;
+    op.local = detail::state_of(src);
+    op.local_offset = src_offset;
+    op.remote = dst;
+    op.remote_offset = dst_offset;
+    op.len = len;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// The same, consuming a receive at the peer that completes with `imm`.
+  template <class CompletionToken>
+  auto async_write_with_imm(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
+                            std::size_t src_offset, std::size_t len, std::uint32_t imm,
+                            CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::write_with_imm;
+    op.local = detail::state_of(src);
+    op.local_offset = src_offset;
+    op.remote = dst;
+    op.remote_offset = dst_offset;
+    op.len = len;
+    op.imm = imm;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// Writes 8 bytes as one unit to an 8-byte aligned offset of `dst`.
+  template <class CompletionToken>
+  auto async_atomic_write(const remote_mr& dst, std::size_t dst_offset,
+                          const std::array<char, 8>& value, CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::atomic_write;
+    op.remote = dst;
+    op.remote_offset = dst_offset;
+    op.len = 8;
+    op.value = value;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// Completes once earlier writes to [dst_offset, +len) of `dst` are placed
+  /// (visibility) or persistent (persistent).
+  template <class CompletionToken>
+  auto async_flush(const remote_mr& dst, std::size_t dst_offset, std::size_t len, flush_type type,
+                   CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::flush;
+    op.remote = dst;
+    op.remote_offset = dst_offset;
+    op.len = len;
+    op.flush = type;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// A message from [offset, +len) of `src`; it consumes a receive at the peer.
+  template <class CompletionToken>
+  auto async_send(const local_mr& src, std::size_t offset, std::size_t len,
+                  CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::send;
+    op.local = detail::state_of(src);
+    op.local_offset = offset;
+    op.len = len;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  template <class CompletionToken>
+  auto async_send_with_imm(const local_mr& src, std::size_t offset, std::size_t len,
+                           std::uint32_t imm, CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::send_with_imm;
+    op.local = detail::state_of(src);
+    op.local_offset = offset;
+    op.len = len;
+    op.imm = imm;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+  /// Receives the peer's next message (or write with immediate) into
+  /// [offset, +len) of `dst`; completion.byte_len says how much arrived.
+  template <class CompletionToken>
+  auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                  CompletionToken&& token) {
+    detail::data_op op;
+    op.what = detail::data_op::kind::recv;
+    op.local = detail::state_of(dst);
+    op.local_offset = offset;
+    op.len = len;
+    return initiate(op, std::forward<CompletionToken>(token));
+  }
+
+  /// Busy polling: after each wake-up or post, poll the CQ for up to
+  /// `budget` (on the loop's thread, between other handlers) before sleeping
+  /// on the completion channel again. Zero (the default): fd mode only.
+  void set_busy_poll(std::chrono::microseconds budget) noexcept;
+
   /// Internal: the state the C API and the data path work on.
   [[nodiscard]] detail::conn_state* state() const noexcept { return state_.get(); }
 
  private:
+  template <class CompletionToken>
+  auto initiate(const detail::data_op& op, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(error_code, completion)>(
+        [](auto handler, detail::conn_state* state, const detail::data_op& o) {
+          detail::completion_handler h(std::move(handler));
+          detail::start_data_op(state, o, std::move(h));
+        },
+        token, state_.get(), op);
+  }
+
   std::unique_ptr<detail::conn_state> state_;
 };
 

@@ -45,6 +45,39 @@ using error_code = boost::system::error_code;
 /// An error_code for an error that arpma itself detected.
 [[nodiscard]] std::error_code make_error_code(errc e) noexcept;
 
+/// The status of a failed work completion: the values of `ibv_wc_status`.
+/// A data-path operation that fails on the wire completes with one of these;
+/// every one compares equal to errc::provider.
+enum class wc_errc : int {
+  loc_len_err = 1,
+  loc_qp_op_err = 2,
+  loc_eec_op_err = 3,
+  loc_prot_err = 4,
+  wr_flush_err = 5,  ///< the QP went to error (disconnect, peer death) before it ran
+  mw_bind_err = 6,
+  bad_resp_err = 7,
+  loc_access_err = 8,
+  rem_inv_req_err = 9,
+  rem_access_err = 10,  ///< the peer refused: rkey, bounds or access flags
+  rem_op_err = 11,
+  retry_exc_err = 12,
+  rnr_retry_exc_err = 13,  ///< no receive was posted at the peer in time
+  loc_rdd_viol_err = 14,
+  rem_inv_rd_req_err = 15,
+  rem_abort_err = 16,
+  inv_eecn_err = 17,
+  inv_eec_state_err = 18,
+  fatal_err = 19,
+  resp_timeout_err = 20,
+  general_err = 21,
+  tm_err = 22,
+  tm_rndv_incomplete = 23,
+};
+
+/// The category of wc_errc codes ("arpma.wc"; messages as ibv_wc_status_str).
+[[nodiscard]] const std::error_category& completion_category() noexcept;
+[[nodiscard]] std::error_code make_error_code(wc_errc e) noexcept;
+
 /// The RPMA_E_* value (or 0) that the C API returns for `ec`: arpma's own codes
 /// keep their value, ECANCELED maps to RPMA_E_UNKNOWN, any other provider code
 /// (errno, work-completion status) maps to RPMA_E_PROVIDER.
@@ -54,3 +87,5 @@ using error_code = boost::system::error_code;
 
 template <>
 struct std::is_error_condition_enum<arpma::errc> : std::true_type {};
+template <>
+struct std::is_error_code_enum<arpma::wc_errc> : std::true_type {};

@@ -1,5 +1,7 @@
 #include "core/conn_state.hpp"
 
+#include "core/cq_dispatcher.hpp"
+
 #include "arpma/conn_cfg.hpp"
 #include "arpma/error.hpp"
 #include "core/log_internal.hpp"
@@ -96,7 +98,8 @@ std::error_code conn_state::destroy() noexcept {
   std::error_code first;
   for (auto& weak : std::exchange(watchers_, {}))
     if (auto w = weak.lock()) w->gone();
-  if (flush_raw) keep_first(first, flush_raw->dereg());  // first, as librpma's flush object
+  if (dispatcher) std::exchange(dispatcher, nullptr)->close();  // operations in flight end
+  if (flush_raw) keep_first(first, flush_raw->dereg());         // first, as librpma's flush object
   flush_raw.reset();
   if (has_qp) {
     p.destroy_qp(id);

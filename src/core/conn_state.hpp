@@ -84,6 +84,8 @@ struct conn_state final : cm_event_sink {
   void note(const provider::cm_event& event);
 
   void on_cm_event(const provider::cm_event& event) override;
+  /// The C++ data path's completion dispatcher, made on first use.
+  class cq_dispatcher& completions(const asio::any_io_executor& ex);
   void watch(const std::shared_ptr<conn_watcher>& w);
   void unwatch(const conn_watcher* w) noexcept;
 
@@ -105,6 +107,7 @@ struct conn_state final : cm_event_sink {
   /// librpma's flush emulation: 8 bytes read back, registered on first use.
   std::array<std::uint8_t, 8> flush_raw_buffer{};
   std::unique_ptr<local_mr_state> flush_raw;
+  std::shared_ptr<class cq_dispatcher> dispatcher;
   bool closed = false;  ///< DISCONNECTED (or a fatal event) seen by the sink
   bool disconnect_sent = false;
   std::deque<provider::cm_event> inbox;

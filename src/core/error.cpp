@@ -57,6 +57,52 @@ std::error_condition make_error_condition(errc e) noexcept {
 
 std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
+namespace {
+
+class wc_category final : public std::error_category {
+ public:
+  [[nodiscard]] const char* name() const noexcept override { return "arpma.wc"; }
+  [[nodiscard]] std::string message(int value) const override {
+    switch (static_cast<wc_errc>(value)) {
+      case wc_errc::loc_len_err: return "local length error";
+      case wc_errc::loc_qp_op_err: return "local QP operation error";
+      case wc_errc::loc_eec_op_err: return "local EE context operation error";
+      case wc_errc::loc_prot_err: return "local protection error";
+      case wc_errc::wr_flush_err: return "Work Request Flushed Error";
+      case wc_errc::mw_bind_err: return "memory management operation error";
+      case wc_errc::bad_resp_err: return "bad response error";
+      case wc_errc::loc_access_err: return "local access error";
+      case wc_errc::rem_inv_req_err: return "remote invalid request error";
+      case wc_errc::rem_access_err: return "remote access error";
+      case wc_errc::rem_op_err: return "remote operation error";
+      case wc_errc::retry_exc_err: return "transport retry counter exceeded";
+      case wc_errc::rnr_retry_exc_err: return "RNR retry counter exceeded";
+      case wc_errc::loc_rdd_viol_err: return "local RDD violation error";
+      case wc_errc::rem_inv_rd_req_err: return "remote invalid RD request";
+      case wc_errc::rem_abort_err: return "aborted error";
+      case wc_errc::inv_eecn_err: return "invalid EE context number";
+      case wc_errc::inv_eec_state_err: return "invalid EE context state";
+      case wc_errc::fatal_err: return "fatal error";
+      case wc_errc::resp_timeout_err: return "response timeout error";
+      case wc_errc::general_err: return "general error";
+      case wc_errc::tm_err: return "TM error";
+      case wc_errc::tm_rndv_incomplete: return "TM software rendezvous";
+    }
+    return "unknown work completion status";
+  }
+};
+
+}  // namespace
+
+const std::error_category& completion_category() noexcept {
+  static const wc_category instance;
+  return instance;
+}
+
+std::error_code make_error_code(wc_errc e) noexcept {
+  return {static_cast<int>(e), completion_category()};
+}
+
 namespace detail {
 
 error_code to_completion_error(const std::error_code& ec) noexcept {

@@ -1,0 +1,149 @@
+#include "core/cq_dispatcher.hpp"
+
+#include "core/conn_state.hpp"
+#include "core/log_internal.hpp"
+
+#include <poll.h>
+
+#include <array>
+#include <span>
+
+namespace arpma::detail {
+namespace {
+
+bool readable(int fd) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+}  // namespace
+
+cq_dispatcher::cq_dispatcher(conn_state& state, asio::any_io_executor ex)
+    : state_(state), ex_(std::move(ex)) {
+  for (auto* native : {state.shared_channel, state.cq.own_channel, state.rcq.own_channel}) {
+    if (native == nullptr) continue;
+    auto ch = std::make_unique<channel>();
+    ch->native = native;
+    channels_.push_back(std::move(ch));
+  }
+}
+
+cq_dispatcher::~cq_dispatcher() { close(); }
+
+std::uint64_t cq_dispatcher::add(std::weak_ptr<wc_waiter> w) {
+  const auto id = next_id_++;
+  pending_.emplace(id, std::move(w));
+  return id;
+}
+
+void cq_dispatcher::remove(std::uint64_t wr_id) noexcept { pending_.erase(wr_id); }
+
+void cq_dispatcher::kick() {
+  if (closed_ || pending_.empty()) return;
+  if (busy_budget_.count() > 0 && !busy_polling_) {
+    busy_polling_ = true;
+    asio::post(ex_, [self = shared_from_this(), now = std::chrono::steady_clock::now()] {
+      self->busy_poll(now);
+    });
+    return;
+  }
+  for (auto& ch : channels_) watch(*ch);
+}
+
+void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
+  if (closed_) return;
+  const auto before = pending_.size();
+  drain_cqs();
+  if (pending_.empty()) {
+    busy_polling_ = false;
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (pending_.size() < before) since = now;  // progress: the budget starts again
+  if (now - since < busy_budget_) {
+    // Other handlers of the loop run between two polls.
+    asio::post(ex_, [self = shared_from_this(), since] { self->busy_poll(since); });
+    return;
+  }
+  busy_polling_ = false;
+  for (auto& ch : channels_) watch(*ch);  // out of budget: sleep on the fds
+}
+
+void cq_dispatcher::watch(channel& ch) {
+  if (closed_ || ch.waiting || pending_.empty()) return;
+  auto& p = state_.prov();
+  const int fd = p.comp_channel_fd(ch.native);
+  ch.waiting = true;
+  if (readable(fd)) {
+    asio::post(ex_, [self = shared_from_this(), &ch] { self->on_readable(ch); });
+    return;
+  }
+  if (!ch.fd) ch.fd.emplace(ex_, fd);
+  ch.fd->async_wait(asio::posix::stream_descriptor::wait_read,
+                    [self = shared_from_this(), &ch](const std::error_code& ec) {
+                      if (ec) {
+                        ch.waiting = false;
+                        return;
+                      }
+                      self->on_readable(ch);
+                    });
+}
+
+void cq_dispatcher::on_readable(channel& ch) {
+  ch.waiting = false;
+  if (closed_) return;
+  auto& p = state_.prov();
+  // Every pending event, each acknowledged and its CQ re-armed, then drain.
+  for (;;) {
+    auto fired = p.get_cq_event(ch.native);
+    if (!fired) break;
+    p.ack_cq_events(fired.value(), 1);
+    if (auto ec = p.req_notify_cq(fired.value(), false)) ARPMA_LOG_FAILURE("re-arm cq", ec);
+  }
+  drain_cqs();
+  watch(ch);
+}
+
+void cq_dispatcher::drain_cqs() {
+  auto& p = state_.prov();
+  std::array<provider::work_completion, 32> batch{};
+  for (auto* cq : {state_.cq.cq, state_.rcq.cq}) {
+    if (cq == nullptr) continue;
+    for (;;) {
+      auto got = p.poll_cq(cq, batch);
+      if (!got) {
+        ARPMA_LOG_FAILURE("poll cq", got.error());
+        break;
+      }
+      for (std::size_t i = 0; i < got.value(); ++i) dispatch(batch[i]);
+      if (got.value() < batch.size()) break;
+    }
+  }
+}
+
+void cq_dispatcher::dispatch(const provider::work_completion& wc) {
+  const auto it = pending_.find(wc.wr_id);
+  if (it == pending_.end()) {
+    ARPMA_LOG(log_level::debug, "completion for wr_id %llu without owner",
+              static_cast<unsigned long long>(wc.wr_id));
+    return;
+  }
+  auto waiter = it->second.lock();
+  pending_.erase(it);
+  if (waiter) waiter->on_wc(wc);
+}
+
+void cq_dispatcher::close() noexcept {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& ch : channels_)
+    if (ch->fd) {
+      ch->fd->release();  // the provider owns the fd
+      ch->fd.reset();
+    }
+  auto pending = std::exchange(pending_, {});
+  for (auto& [id, weak] : pending)
+    if (auto w = weak.lock()) w->on_closed();
+}
+
+}  // namespace arpma::detail

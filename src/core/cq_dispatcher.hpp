@@ -1,0 +1,78 @@
+// Completions of a C++ connection: its completion channel(s) watched on the
+// loop, every completion handed to the operation that posted it.
+#pragma once
+
+#include "arpma/connection.hpp"
+#include "core/asio.hpp"
+#include "provider/provider.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace arpma::detail {
+
+struct conn_state;
+
+/// An operation waiting for its work completion.
+class wc_waiter {
+ public:
+  virtual void on_wc(const provider::work_completion& wc) = 0;
+  /// The queue pair is gone: the provider holds no buffer of it any more.
+  virtual void on_closed() = 0;
+
+ protected:
+  ~wc_waiter() = default;
+};
+
+/// Lesson 9 and 10 of lessons.md: on each wake-up, read every pending channel
+/// event (until EAGAIN), acknowledge them, re-arm, and only then drain the
+/// CQs — a completion that arrives between drain and arm is signalled by the
+/// arm. The fds are watched only while operations are pending; a wait that
+/// starts on an fd that is already readable is served at once (an edge seen
+/// while nobody waited is not lost).
+class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher> {
+ public:
+  cq_dispatcher(conn_state& state, asio::any_io_executor ex);
+  cq_dispatcher(const cq_dispatcher&) = delete;
+  cq_dispatcher& operator=(const cq_dispatcher&) = delete;
+  ~cq_dispatcher();
+
+  [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+  /// A fresh wr_id for `w`; completions with it go to `w`.
+  std::uint64_t add(std::weak_ptr<wc_waiter> w);
+  /// Forgets `wr_id` (the post failed).
+  void remove(std::uint64_t wr_id) noexcept;
+  /// After a post: make sure someone looks for its completion.
+  void kick();
+  void set_busy_poll(std::chrono::microseconds budget) noexcept { busy_budget_ = budget; }
+  /// The QP is about to go: every waiter hears on_closed, fds are let go.
+  void close() noexcept;
+
+ private:
+  struct channel {
+    provider::comp_channel* native = nullptr;
+    std::optional<asio::posix::stream_descriptor> fd;
+    bool waiting = false;
+  };
+
+  void watch(channel& ch);
+  void on_readable(channel& ch);
+  void drain_cqs();
+  void busy_poll(std::chrono::steady_clock::time_point since);
+  void dispatch(const provider::work_completion& wc);
+
+  conn_state& state_;
+  asio::any_io_executor ex_;
+  std::vector<std::unique_ptr<channel>> channels_;
+  std::unordered_map<std::uint64_t, std::weak_ptr<wc_waiter>> pending_;
+  std::uint64_t next_id_ = 1;
+  std::chrono::microseconds busy_budget_{0};
+  bool busy_polling_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace arpma::detail

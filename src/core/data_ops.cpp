@@ -1,0 +1,112 @@
+// connection::async_read / write / ... : one work request each, completed by
+// its own work completion.
+#include "arpma/connection.hpp"
+
+#include "arpma/error.hpp"
+#include "core/conn_state.hpp"
+#include "core/cq_dispatcher.hpp"
+#include "core/parked_op.hpp"
+#include "core/post.hpp"
+
+namespace arpma {
+namespace detail {
+namespace {
+
+std::error_code status_error(provider::wc_status status) {
+  return make_error_code(static_cast<wc_errc>(static_cast<int>(status)));
+}
+
+completion to_completion(const provider::work_completion& wc) {
+  completion out;
+  out.byte_len = wc.byte_len;
+  out.opcode = static_cast<wc_opcode>(static_cast<int>(wc.opcode));
+  if (wc.with_imm) out.imm = wc.imm_data;
+  out.qp_num = wc.qp_num;
+  return out;
+}
+
+std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id) {
+  const post_options opts{true, wr_id};
+  using k = data_op::kind;
+  const remote_mr* remote = op.remote ? &*op.remote : nullptr;
+  switch (op.what) {
+    case k::read:
+      return post_read(st, op.local, op.local_offset, remote, op.remote_offset, op.len, opts);
+    case k::write:
+    case k::write_with_imm:
+      return post_write(st, remote, op.remote_offset, op.local, op.local_offset, op.len,
+                        op.what == k::write_with_imm ? std::optional(op.imm) : std::nullopt, opts);
+    case k::atomic_write: {
+      if (remote == nullptr) return make_error_code(errc::invalid_argument);
+      char value[8];
+      std::copy(op.value.begin(), op.value.end(), value);
+      return post_atomic_write(st, *remote, op.remote_offset, value, opts);
+    }
+    case k::flush:
+      if (remote == nullptr) return make_error_code(errc::invalid_argument);
+      return post_flush(
+          st, *remote, op.remote_offset, op.len,
+          op.flush == flush_type::persistent ? flush_kind::persistent : flush_kind::visibility,
+          opts);
+    case k::send:
+    case k::send_with_imm:
+      return post_send(st, op.local, op.local_offset, op.len,
+                       op.what == k::send_with_imm ? std::optional(op.imm) : std::nullopt, opts);
+    case k::recv: return post_recv(st, op.local, op.local_offset, op.len, wr_id);
+  }
+  return make_error_code(errc::invalid_argument);
+}
+
+// Posted once; completes from its work completion. A cancellation only
+// marks it: the buffer is the provider's until the completion comes back.
+class data_op_wait final : public parked_op<data_op_wait, completion>, public wc_waiter {
+ public:
+  data_op_wait(asio::any_io_executor ex, handler_type handler)
+      : parked_op(std::move(ex), std::move(handler)) {}
+
+  void start(conn_state& st, const data_op& op) {
+    park(asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    auto& dispatcher = st.completions(executor());
+    const auto wr_id = dispatcher.add(std::weak_ptr<wc_waiter>(shared_from_this()));
+    if (auto ec = post(st, op, wr_id)) {
+      dispatcher.remove(wr_id);
+      return complete(ec, completion{});
+    }
+    dispatcher.kick();
+  }
+
+  void on_wc(const provider::work_completion& wc) override {
+    if (cancelled_) return complete(aborted(), completion{});
+    if (wc.status != provider::wc_status::success)
+      return complete(status_error(wc.status), to_completion(wc));
+    complete({}, to_completion(wc));
+  }
+  void on_closed() override { complete(aborted(), completion{}); }
+  void cancelled() { cancelled_ = true; }
+
+ private:
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+void start_data_op(conn_state* state, const data_op& op, completion_handler handler) {
+  if (state == nullptr || !state->attached || !state->has_qp)
+    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  auto wait = std::make_shared<data_op_wait>(state->channel->executor(), std::move(handler));
+  wait->start(*state, op);
+}
+
+cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
+  if (!dispatcher) dispatcher = std::make_shared<cq_dispatcher>(*this, ex);
+  return *dispatcher;
+}
+
+}  // namespace detail
+
+void connection::set_busy_poll(std::chrono::microseconds budget) noexcept {
+  if (!state_ || !state_->attached) return;
+  state_->completions(state_->channel->executor()).set_busy_poll(budget);
+}
+
+}  // namespace arpma
