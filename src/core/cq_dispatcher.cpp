@@ -94,7 +94,9 @@ void cq_dispatcher::on_readable(channel& ch) {
   if (closed_) return;
   auto& p = state_.prov();
   // Every pending event, each acknowledged and its CQ re-armed, then drain.
-  for (;;) {
+  // Read only what is there: a blocking fd must never block the loop.
+  const int fd = p.comp_channel_fd(ch.native);
+  while (readable(fd)) {
     auto fired = p.get_cq_event(ch.native);
     if (!fired) break;
     p.ack_cq_events(fired.value(), 1);

@@ -252,6 +252,13 @@ std::error_code verbs_provider::dealloc_pd(pd* p) noexcept {
 result<comp_channel*> verbs_provider::create_comp_channel(device* dev) {
   ibv_comp_channel* channel = ibv_create_comp_channel(dev);
   if (channel == nullptr) return last_error();
+  // Non-blocking like the event channels (the C API makes its own blocking).
+  const int flags = fcntl(channel->fd, F_GETFL);
+  if (flags < 0 || fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    const auto ec = last_error();
+    ibv_destroy_comp_channel(channel);
+    return ec;
+  }
   return reinterpret_cast<comp_channel*>(channel);
 }
 
