@@ -112,7 +112,8 @@ int rpma_srq_delete(struct rpma_srq** srq_ptr) {
 
 int rpma_srq_recv(struct rpma_srq* srq, struct rpma_mr_local* dst, size_t offset, size_t len,
                   const void* op_context) {
-  if (srq == nullptr || srq->cxx.state() == nullptr || (dst == nullptr && (offset != 0 || len != 0)))
+  if (srq == nullptr || srq->cxx.state() == nullptr ||
+      (dst == nullptr && (offset != 0 || len != 0)))
     return RPMA_E_INVAL;
   const auto* mr = dst != nullptr ? dst->cxx.state() : nullptr;
   return arpma::to_rpma_error(

@@ -45,8 +45,8 @@ std::error_code srq_state::destroy() noexcept {
   return first;
 }
 
-std::error_code srq_state::post_recv(const local_mr_state* dst, std::size_t offset,
-                                     std::size_t len, std::uint64_t wr_id) {
+std::error_code srq_state::post_recv(const local_mr_state* dst, std::size_t offset, std::size_t len,
+                                     std::uint64_t wr_id) {
   const auto invalid = make_error_code(errc::invalid_argument);
   if (srq == nullptr || len > std::numeric_limits<std::uint32_t>::max()) return invalid;
   provider::recv_wr wr;
