@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 
 namespace arpma {
 
@@ -26,11 +25,13 @@ struct conn_cfg {
   /// One completion channel for CQ and RCQ instead of one each.
   bool shared_completion_channel = false;
   /// The shared receive queue the QP receives from (srq::attach_to); none
-  /// by default. Each connection made with it shares its ownership, so the
-  /// SRQ outlives them. When it has an RCQ of its own, receives complete
-  /// there and the connection gets no RCQ (rcq_size is ignored); that RCQ
-  /// with a shared completion channel is errc::invalid_argument.
-  std::shared_ptr<detail::srq_state> srq;
+  /// by default. Not owning, as librpma's cfg: the srq must be alive when a
+  /// request is made with this cfg; each connection made then shares its
+  /// ownership, so the SRQ outlives them. When it has an RCQ of its own,
+  /// receives complete there and the connection gets no RCQ (rcq_size is
+  /// ignored); that RCQ with a shared completion channel is
+  /// errc::invalid_argument.
+  const detail::srq_state* srq = nullptr;
 
   friend bool operator==(const conn_cfg&, const conn_cfg&) = default;
 };

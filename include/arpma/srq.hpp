@@ -35,7 +35,8 @@ struct srq_config {
 /// (attach_to): their QPs take receives from it, and — when it has an RCQ —
 /// their receive completions land in that RCQ instead of a connection RCQ.
 /// Each such connection shares its ownership: destroying or closing this
-/// handle lets go of it, and the SRQ goes when the last connection does.
+/// handle lets go of it, and the SRQ goes when the last connection does (a
+/// conn_cfg only points at it).
 ///
 /// Not thread-safe (one handle, one thread at a time); posting from several
 /// threads is the provider's business, as with librpma.
@@ -70,8 +71,10 @@ class srq {
   [[nodiscard]] int rcq_fd() const noexcept;
 
   /// Makes connections created with `cfg` use this SRQ; returns `cfg`.
+  /// `cfg` does not keep the SRQ: keep this handle while making requests
+  /// with it (their connections then keep the SRQ themselves).
   conn_cfg& attach_to(conn_cfg& cfg) const noexcept {
-    cfg.srq = state_;
+    cfg.srq = state_.get();
     return cfg;
   }
 

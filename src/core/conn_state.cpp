@@ -68,7 +68,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   auto& p = prov();
   provider::device* dev = p.id_device(id);
   // The SRQ's RCQ replaces the connection's (§2.3); its channel is its own.
-  provider::cq* srq_rcq = cfg.srq ? cfg.srq->rcq.cq : nullptr;
+  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
   if (cfg.shared_completion_channel && srq_rcq != nullptr) {
     ARPMA_LOG(log_level::error,
               "connection shared completion channel cannot be used when the shared RQ has "
@@ -89,7 +89,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   provider::qp_config qp;
   qp.send_cq = cq.cq;
   qp.recv_cq = srq_rcq != nullptr ? srq_rcq : rcq.cq != nullptr ? rcq.cq : cq.cq;
-  qp.shared_rq = cfg.srq ? cfg.srq->srq : nullptr;
+  qp.shared_rq = cfg.srq != nullptr ? cfg.srq->srq : nullptr;
   qp.max_send_wr = cfg.sq_size;
   qp.max_recv_wr = cfg.rq_size;
   if (auto ec = p.create_qp(id, peer->pd, qp)) {
@@ -97,7 +97,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     return ec;
   }
   has_qp = true;
-  srq = cfg.srq;
+  if (cfg.srq != nullptr) srq = cfg.srq->shared_from_this();
   return {};
 }
 

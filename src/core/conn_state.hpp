@@ -110,7 +110,7 @@ struct conn_state final : cm_event_sink {
   cq_state cq;
   cq_state rcq;
   /// The SRQ the QP receives from, kept alive while the QP uses it.
-  std::shared_ptr<srq_state> srq;
+  std::shared_ptr<const srq_state> srq;
   /// The peer's private data: of CONNECT_REQUEST (passive) or ESTABLISHED (active).
   std::vector<std::uint8_t> private_data;
   /// The peer places writes directly in persistent memory (its peer cfg).

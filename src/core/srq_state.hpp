@@ -18,7 +18,7 @@ namespace arpma::detail {
 /// librpma's struct rpma_srq. Shared by its handle and by every connection
 /// whose QP receives from it; the last one to let go destroys it: RCQ (and
 /// its channel), then the SRQ. It keeps its peer's PD alive.
-struct srq_state {
+struct srq_state : std::enable_shared_from_this<srq_state> {
   explicit srq_state(std::shared_ptr<peer_state> p) noexcept : peer(std::move(p)) {}
   srq_state(const srq_state&) = delete;
   srq_state& operator=(const srq_state&) = delete;

@@ -112,16 +112,18 @@ TEST_F(srq_test, an_empty_peer_or_srq_is_an_invalid_argument) {
   EXPECT_TRUE(other.has_rcq());
 }
 
-TEST_F(srq_test, a_conn_cfg_shares_it_and_the_last_holder_destroys_it) {
+TEST_F(srq_test, a_conn_cfg_points_at_it_and_another_holder_keeps_it) {
   auto s = arpma::srq::create(*peer);
   ASSERT_TRUE(s);
   (void)fake.take_calls();
   arpma::conn_cfg cfg;
   EXPECT_EQ(&s.value().attach_to(cfg), &cfg);
-  EXPECT_EQ(cfg.srq, s.value().state());
+  EXPECT_EQ(cfg.srq, s.value().state().get());
+  EXPECT_NE(cfg, arpma::conn_cfg{});
+  auto user = cfg.srq->shared_from_this();  // what a connection made with cfg holds
   EXPECT_FALSE(s.value().close()) << "not the last holder: nothing to report";
   EXPECT_THAT(fake.take_calls(), ::testing::IsEmpty());
-  cfg.srq.reset();
+  user.reset();
   EXPECT_THAT(fake.take_calls(), ElementsAre("destroy_cq", "destroy_comp_channel", "destroy_srq"));
 }
 
