@@ -52,6 +52,7 @@ struct rpma_peer;
 struct rpma_conn_cfg;
 struct rpma_conn_req;
 struct rpma_srq;
+struct rpma_srq_cfg;
 struct rpma_peer_cfg;
 struct rpma_ep;
 struct rpma_conn;
@@ -169,7 +170,11 @@ int rpma_conn_cfg_get_compl_channel(const struct rpma_conn_cfg* cfg, bool* share
 
 /*
  * rpma_conn_cfg_set_srq / _get_srq -- the shared receive queue connections
- * made with cfg use (SRQ objects arrive with the data-path API).
+ * made with cfg use (rpma_srq_new). When the SRQ has its own receive CQ, a
+ * connection's receives complete there and it gets no receive CQ of its own
+ * (rpma_conn_get_rcq: NULL, whatever rcq_size says); with a shared
+ * completion channel that is RPMA_E_INVAL at request creation. Each
+ * connection keeps the SRQ alive until rpma_conn_delete.
  *
  * RETURN VALUE: 0, or RPMA_E_INVAL when cfg, srq (setter) or srq_ptr
  * (getter) is NULL.
@@ -466,6 +471,75 @@ int rpma_send_with_imm(struct rpma_conn* conn, const struct rpma_mr_local* src, 
  * completes). dst may be NULL with offset and len 0. */
 int rpma_recv(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t offset, size_t len,
               const void* op_context);
+
+/* ---- shared receive queues --------------------------------------------- */
+
+/*
+ * rpma_srq_cfg_new / rpma_srq_cfg_delete -- a shared RQ configuration with
+ * librpma's code defaults: rq_size 20, rcq_size 20 (librpma's manual says
+ * 100). Fields are atomics, as rpma_conn_cfg's. delete sets *cfg_ptr to NULL.
+ * rpma_srq_cfg_set_rq_size / _get_rq_size -- the SRQ's max_wr.
+ * rpma_srq_cfg_set_rcq_size / _get_rcq_size -- depth of the SRQ's own
+ *   receive CQ (0: none; receives then complete on each connection's CQ or
+ *   receive CQ).
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL when cfg_ptr, cfg or the out-pointer is
+ * NULL, RPMA_E_NOMEM (new). delete with *cfg_ptr NULL is 0.
+ * C++: arpma::srq_config.
+ */
+int rpma_srq_cfg_new(struct rpma_srq_cfg** cfg_ptr);
+int rpma_srq_cfg_delete(struct rpma_srq_cfg** cfg_ptr);
+int rpma_srq_cfg_set_rq_size(struct rpma_srq_cfg* cfg, uint32_t rq_size);
+int rpma_srq_cfg_get_rq_size(const struct rpma_srq_cfg* cfg, uint32_t* rq_size);
+int rpma_srq_cfg_set_rcq_size(struct rpma_srq_cfg* cfg, uint32_t rcq_size);
+int rpma_srq_cfg_get_rcq_size(const struct rpma_srq_cfg* cfg, uint32_t* rcq_size);
+
+/*
+ * rpma_srq_new -- a shared receive queue on the peer's protection domain
+ * (max_sge 1) and, unless its rcq_size is 0, a receive CQ with a completion
+ * channel of its own (blocking fd, like every completion fd here). cfg NULL:
+ * the defaults. Attach it with rpma_conn_cfg_set_srq.
+ *
+ * RETURN VALUE: 0 and *srq_ptr set; on failure nothing is left:
+ * - RPMA_E_INVAL - peer or srq_ptr is NULL
+ * - RPMA_E_NOMEM - out of memory
+ * - RPMA_E_PROVIDER - creating the SRQ, its CQ or its channel failed
+ * C++: arpma::srq::create().
+ */
+int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_srq** srq_ptr);
+
+/*
+ * rpma_srq_delete -- lets go of the SRQ and sets *srq_ptr to NULL. Unlike
+ * librpma (where the SRQ must outlive its connections), connections still
+ * using it keep it: it is destroyed (receive CQ, then SRQ) when the last of
+ * them is deleted, or here when none is left.
+ *
+ * RETURN VALUE: 0 (also when *srq_ptr is NULL), RPMA_E_INVAL (srq_ptr is
+ * NULL), RPMA_E_PROVIDER (destroying failed here; the first error).
+ */
+int rpma_srq_delete(struct rpma_srq** srq_ptr);
+
+/*
+ * rpma_srq_recv -- a buffer for the next send to any connection using the
+ * SRQ; its completion (wr_id = op_context, qp_num of the connection that
+ * received) comes on the SRQ's receive CQ, or else on that connection's.
+ * dst may be NULL with offset and len 0.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (srq NULL, dst NULL with offset or len
+ * non-zero, or [offset, +len) outside dst), RPMA_E_PROVIDER (e.g. the SRQ
+ * is full).
+ */
+int rpma_srq_recv(struct rpma_srq* srq, struct rpma_mr_local* dst, size_t offset, size_t len,
+                  const void* op_context);
+
+/*
+ * rpma_srq_get_rcq -- the SRQ's receive CQ (use it with rpma_cq_wait,
+ * rpma_cq_get_wc and rpma_cq_get_fd; owned by the SRQ), or NULL when it has
+ * none.
+ *
+ * RETURN VALUE: 0, or RPMA_E_INVAL (srq or rcq_ptr is NULL).
+ */
+int rpma_srq_get_rcq(const struct rpma_srq* srq, struct rpma_cq** rcq_ptr);
 
 /* ---- completions ------------------------------------------------------- */
 

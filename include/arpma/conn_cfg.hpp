@@ -6,6 +6,10 @@
 
 namespace arpma {
 
+namespace detail {
+struct srq_state;
+}
+
 /// Connection configuration (value type). Defaults are librpma 1.3's.
 struct conn_cfg {
   static constexpr std::chrono::milliseconds default_timeout{1000};
@@ -20,6 +24,14 @@ struct conn_cfg {
   std::uint32_t rq_size = default_queue_size;  ///< QP max_recv_wr
   /// One completion channel for CQ and RCQ instead of one each.
   bool shared_completion_channel = false;
+  /// The shared receive queue the QP receives from (srq::attach_to); none
+  /// by default. Not owning, as librpma's cfg: the srq must be alive when a
+  /// request is made with this cfg; each connection made then shares its
+  /// ownership, so the SRQ outlives them. When it has an RCQ of its own,
+  /// receives complete there and the connection gets no RCQ (rcq_size is
+  /// ignored); that RCQ with a shared completion channel is
+  /// errc::invalid_argument.
+  const detail::srq_state* srq = nullptr;
 
   friend bool operator==(const conn_cfg&, const conn_cfg&) = default;
 };

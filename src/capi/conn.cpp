@@ -5,6 +5,7 @@
 #include "capi/objects.hpp"
 #include "core/conn_state.hpp"
 #include "core/direct_calls.hpp"
+#include "core/srq_state.hpp"
 
 extern "C" {
 
@@ -65,6 +66,11 @@ int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd) {
 
 int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
   if (cq == nullptr || fd == nullptr) return RPMA_E_INVAL;
+  if (cq->srq != nullptr) {  // an SRQ's RCQ
+    if (cq->srq->rcq.own_channel == nullptr) return RPMA_E_INVAL;
+    *fd = cq->srq->prov().comp_channel_fd(cq->srq->rcq.own_channel);
+    return 0;
+  }
   const auto* state = cq->owner->cxx.state();
   if (state == nullptr) return RPMA_E_INVAL;
   // As librpma: with a shared channel, that channel's fd for either CQ.

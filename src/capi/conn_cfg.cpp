@@ -3,6 +3,7 @@
 #include <librpma.h>
 
 #include "capi/conn_cfg.hpp"
+#include "capi/objects.hpp"
 
 #include <chrono>
 #include <new>
@@ -18,6 +19,7 @@ conn_cfg to_conn_cfg(const rpma_conn_cfg* cfg) noexcept {
   value.sq_size = cfg->sq_size.load();
   value.rq_size = cfg->rq_size.load();
   value.shared_completion_channel = cfg->shared_comp_channel.load();
+  if (const rpma_srq* srq = cfg->srq.load(); srq != nullptr) value.srq = srq->cxx.state().get();
   return value;
 }
 

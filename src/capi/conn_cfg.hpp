@@ -24,8 +24,8 @@ struct rpma_conn_cfg {
 namespace arpma::capi {
 
 /// The C++ value of `cfg`; nullptr gives the defaults (librpma's static
-/// default cfg). Each field is loaded once; the SRQ is not part of the value
-/// (see srq_of).
+/// default cfg). Each field is loaded once; the SRQ is pointed at (the
+/// connections made then share its ownership).
 [[nodiscard]] conn_cfg to_conn_cfg(const rpma_conn_cfg* cfg) noexcept;
 
 /// The SRQ attached to `cfg`; nullptr for a nullptr cfg or when none is set.

@@ -5,6 +5,7 @@
 #include "capi/objects.hpp"
 #include "core/conn_state.hpp"
 #include "core/log_internal.hpp"
+#include "core/srq_state.hpp"
 
 #include <arpa/inet.h>
 
@@ -23,6 +24,12 @@ struct cq_parts {
 };
 
 bool parts_of(const rpma_cq* cq, cq_parts& out) {
+  if (cq != nullptr && cq->srq != nullptr) {  // an SRQ's RCQ: always its own channel
+    out.provider = &cq->srq->prov();
+    out.queue = &cq->srq->rcq;
+    out.channel = out.queue->own_channel;
+    return out.queue->cq != nullptr;
+  }
   if (cq == nullptr || cq->owner == nullptr) return false;
   const auto* state = cq->owner->cxx.state();
   if (state == nullptr) return false;

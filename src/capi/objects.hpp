@@ -7,6 +7,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "arpma/srq.hpp"
 
 #include <librpma.h>
 
@@ -26,16 +27,23 @@ struct rpma_ep {
   arpma::endpoint cxx;
 };
 
-/// A CQ of a connection: a view of the conn's state, owned by the conn.
+/// A CQ of a connection (a view of the conn's state, owned by the conn) or,
+/// with `srq` set, the RCQ of that SRQ (owned by its rpma_srq).
 struct rpma_cq {
   const rpma_conn* owner = nullptr;
   bool receive = false;
+  const arpma::detail::srq_state* srq = nullptr;
 };
 
 struct rpma_conn {
   arpma::connection cxx;
   rpma_cq cq;
   rpma_cq rcq;
+};
+
+struct rpma_srq {
+  arpma::srq cxx;
+  rpma_cq rcq;  ///< its `srq` is set
 };
 
 struct rpma_mr_local {

@@ -5,6 +5,7 @@
 #include "arpma/conn_cfg.hpp"
 #include "arpma/error.hpp"
 #include "core/log_internal.hpp"
+#include "core/srq_state.hpp"
 
 #include <climits>
 #include <utility>
@@ -15,6 +16,8 @@ namespace {
 void keep_first(std::error_code& first, const std::error_code& next) {
   if (!first) first = next;
 }
+
+}  // namespace
 
 std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept {
   std::error_code first;
@@ -63,11 +66,17 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
   return {};
 }
 
-}  // namespace
-
 std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   auto& p = prov();
   provider::device* dev = p.id_device(id);
+  // The SRQ's RCQ replaces the connection's (§2.3); its channel is its own.
+  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
+  if (cfg.shared_completion_channel && srq_rcq != nullptr) {
+    ARPMA_LOG(log_level::error,
+              "connection shared completion channel cannot be used when the shared RQ has "
+              "its own RCQ");
+    return make_error_code(errc::invalid_argument);
+  }
   if (cfg.shared_completion_channel) {
     auto created = p.create_comp_channel(dev);
     if (!created) {
@@ -77,11 +86,12 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     shared_channel = created.value();
   }
   if (auto ec = make_cq(p, dev, cfg.cq_size, shared_channel, cq)) return ec;
-  if (cfg.rcq_size > 0)
+  if (srq_rcq == nullptr && cfg.rcq_size > 0)
     if (auto ec = make_cq(p, dev, cfg.rcq_size, shared_channel, rcq)) return ec;
   provider::qp_config qp;
   qp.send_cq = cq.cq;
-  qp.recv_cq = rcq.cq != nullptr ? rcq.cq : cq.cq;
+  qp.recv_cq = srq_rcq != nullptr ? srq_rcq : rcq.cq != nullptr ? rcq.cq : cq.cq;
+  qp.shared_rq = cfg.srq != nullptr ? cfg.srq->srq : nullptr;
   qp.max_send_wr = cfg.sq_size;
   qp.max_recv_wr = cfg.rq_size;
   if (auto ec = p.create_qp(id, peer->pd, qp)) {
@@ -89,6 +99,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     return ec;
   }
   has_qp = true;
+  if (cfg.srq != nullptr) srq = cfg.srq->shared_from_this();
   return {};
 }
 
@@ -105,6 +116,7 @@ std::error_code conn_state::destroy() noexcept {
     p.destroy_qp(id);
     has_qp = false;
   }
+  srq.reset();  // the SRQ goes with its last user (it owns its RCQ)
   keep_first(first, destroy_cq(p, rcq));
   keep_first(first, destroy_cq(p, cq));
   if (shared_channel != nullptr) {

@@ -28,6 +28,15 @@ struct cq_state {
   provider::comp_channel* own_channel = nullptr;
 };
 
+/// rpma_cq_new: a channel of its own unless `shared` is given, the CQ (size
+/// clipped to INT_MAX), then armed; nothing is left behind on failure.
+std::error_code make_cq(provider::provider& prov, provider::device* dev, std::uint32_t size,
+                        provider::comp_channel* shared, cq_state& out);
+/// Destroys the CQ, then its own channel; returns the first error.
+std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept;
+
+struct srq_state;
+
 /// Something waiting on a conn_state's events (an operation in flight).
 /// `poke` runs on the channel's executor after each event is queued; `gone`
 /// when the state is destroyed under it.
@@ -66,7 +75,9 @@ struct conn_state final : cm_event_sink {
 
   [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
 
-  /// Creates CQ, RCQ (when cfg asks) and the QP on the id's device (§3.4).
+  /// Creates CQ, RCQ (when cfg asks) and the QP on the id's device (§3.4);
+  /// with cfg.srq the QP receives from it (and into its RCQ, if it has one,
+  /// instead of an RCQ of the connection's).
   std::error_code build_queues(const conn_cfg& cfg);
   /// Releases everything; returns the first error, always finishes.
   std::error_code destroy() noexcept;
@@ -100,6 +111,8 @@ struct conn_state final : cm_event_sink {
   provider::comp_channel* shared_channel = nullptr;
   cq_state cq;
   cq_state rcq;
+  /// The SRQ the QP receives from, kept alive while the QP uses it.
+  std::shared_ptr<const srq_state> srq;
   /// The peer's private data: of CONNECT_REQUEST (passive) or ESTABLISHED (active).
   std::vector<std::uint8_t> private_data;
   /// The peer places writes directly in persistent memory (its peer cfg).

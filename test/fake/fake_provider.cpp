@@ -52,6 +52,11 @@ struct fake_provider::comp_obj {
   }
 };
 
+struct fake_provider::srq_obj {
+  pd_obj* pd = nullptr;
+  int qps = 0;
+};
+
 struct fake_provider::cq_obj {
   comp_obj* channel = nullptr;
   int cqe = 0;
@@ -156,7 +161,8 @@ std::size_t fake_provider::live_objects() const {
   const std::lock_guard lock(mutex_);
   std::size_t qps = 0;
   for (const id* i : ids_) qps += i->has_qp ? 1 : 0;
-  return channels_.size() + ids_.size() + pds_.size() + comps_.size() + cqs_.size() + qps;
+  return channels_.size() + ids_.size() + pds_.size() + comps_.size() + cqs_.size() + srqs_.size() +
+         qps;
 }
 
 std::vector<std::string> fake_provider::violations() const {
@@ -633,8 +639,10 @@ std::error_code fake_provider::create_qp(prov::cm_id* h, prov::pd* p,
   const std::lock_guard lock(mutex_);
   auto* i = as<id>(h);
   if (i->has_qp || !pds_.contains(as<pd_obj>(p)) || !cqs_.contains(as<cq_obj>(config.send_cq)) ||
-      !cqs_.contains(as<cq_obj>(config.recv_cq)))
+      !cqs_.contains(as<cq_obj>(config.recv_cq)) ||
+      (config.shared_rq != nullptr && !srqs_.contains(as<srq_obj>(config.shared_rq))))
     return sys(EINVAL);
+  if (config.shared_rq != nullptr) ++as<srq_obj>(config.shared_rq)->qps;
   i->has_qp = true;
   i->qp = config;
   i->qp_pd = as<pd_obj>(p);
@@ -657,11 +665,48 @@ void fake_provider::destroy_qp(prov::cm_id* h) noexcept {
   --i->qp_pd->qps;
   --as<cq_obj>(i->qp.send_cq)->qps;
   --as<cq_obj>(i->qp.recv_cq)->qps;
+  if (i->qp.shared_rq != nullptr) --as<srq_obj>(i->qp.shared_rq)->qps;
 }
 
 std::uint32_t fake_provider::qp_num(const prov::cm_id* h) const noexcept {
   const std::lock_guard lock(mutex_);
   return as<const id>(h)->qp_num;
+}
+
+result<prov::srq*> fake_provider::create_srq(prov::pd* p, std::uint32_t /*max_wr*/,
+                                             std::uint32_t /*max_sge*/) {
+  if (auto ec = enter("create_srq")) return ec;
+  const std::lock_guard lock(mutex_);
+  if (!pds_.contains(as<pd_obj>(p))) return sys(EINVAL);
+  auto* q = new srq_obj;
+  q->pd = as<pd_obj>(p);
+  ++q->pd->qps;  // keeps the PD busy, as a QP does
+  srqs_.insert(q);
+  return handle<prov::srq>(q);
+}
+
+std::error_code fake_provider::destroy_srq(prov::srq* h) noexcept {
+  const auto scripted = enter("destroy_srq");
+  const std::lock_guard lock(mutex_);
+  auto* q = as<srq_obj>(h);
+  if (!srqs_.contains(q)) {
+    violations_.emplace_back("destroy of unknown srq");
+    return sys(EINVAL);
+  }
+  if (q->qps > 0) {
+    violations_.emplace_back("srq destroyed before its QP");
+    return sys(EBUSY);
+  }
+  srqs_.erase(q);
+  --q->pd->qps;
+  delete q;
+  return scripted;
+}
+
+std::error_code fake_provider::post_srq_recv(prov::srq* h, const prov::recv_wr& /*wr*/) {
+  if (auto ec = enter("post_srq_recv")) return ec;
+  const std::lock_guard lock(mutex_);
+  return srqs_.contains(as<srq_obj>(h)) ? std::error_code{} : sys(EINVAL);
 }
 
 }  // namespace arpma::test

@@ -69,7 +69,7 @@ class fake_provider final : public prov::provider {
   [[nodiscard]] std::vector<std::string> calls() const;
   /// Calls made since the last call to this function.
   [[nodiscard]] std::vector<std::string> take_calls();
-  /// Objects created and not yet destroyed (channels, ids, PDs, CQs, QPs).
+  /// Objects created and not yet destroyed (channels, ids, PDs, CQs, QPs, SRQs).
   [[nodiscard]] std::size_t live_objects() const;
   /// Destroys rdma-core would refuse (in use, unknown, twice); must stay empty.
   [[nodiscard]] std::vector<std::string> violations() const;
@@ -136,12 +136,18 @@ class fake_provider final : public prov::provider {
   std::error_code create_qp(prov::cm_id* id, prov::pd* pd, const prov::qp_config& config) override;
   void destroy_qp(prov::cm_id* id) noexcept override;
   std::uint32_t qp_num(const prov::cm_id* id) const noexcept override;
+  // SRQs: created, destroyed (EBUSY while a QP uses one) and counted; posting
+  // records the call and reports the scripted failure, nothing more.
+  result<prov::srq*> create_srq(prov::pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) override;
+  std::error_code destroy_srq(prov::srq* srq) noexcept override;
+  std::error_code post_srq_recv(prov::srq* srq, const prov::recv_wr& wr) override;
 
   struct channel;
   struct id;
   struct pd_obj;
   struct comp_obj;
   struct cq_obj;
+  struct srq_obj;
 
  private:
   struct timed_event {
@@ -183,6 +189,7 @@ class fake_provider final : public prov::provider {
   std::set<pd_obj*> pds_;
   std::set<comp_obj*> comps_;
   std::set<cq_obj*> cqs_;
+  std::set<srq_obj*> srqs_;
   int channels_created_ = 0;
   std::uint32_t next_qp_num_ = 1;
 

@@ -1,0 +1,93 @@
+// arpma::srq: a shared receive queue several connections receive from, with
+// an optional receive CQ of its own (librpma's rpma_srq).
+#pragma once
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/peer.hpp"
+#include "arpma/result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <system_error>
+
+namespace arpma {
+
+namespace detail {
+struct srq_state;
+}
+
+/// The shape of an SRQ. Defaults are librpma 1.3's code (RPMA_DEFAULT_SRQ_SIZE
+/// 20; its manual says 100).
+struct srq_config {
+  static constexpr std::uint32_t default_size = 20;
+
+  std::uint32_t rq_size = default_size;   ///< SRQ max_wr
+  std::uint32_t rcq_size = default_size;  ///< the SRQ's own receive CQ depth; 0 = none
+
+  friend bool operator==(const srq_config&, const srq_config&) = default;
+};
+
+/// A shared receive queue on a peer's protection domain. Move-only.
+///
+/// Connections use it when made with a conn_cfg it was attached to
+/// (attach_to): their QPs take receives from it, and — when it has an RCQ —
+/// their receive completions land in that RCQ instead of a connection RCQ.
+/// Each such connection shares its ownership: destroying or closing this
+/// handle lets go of it, and the SRQ goes when the last connection does (a
+/// conn_cfg only points at it).
+///
+/// Not thread-safe (one handle, one thread at a time); posting from several
+/// threads is the provider's business, as with librpma.
+class srq {
+ public:
+  /// Creates the SRQ (max_sge 1), then its RCQ (own completion channel,
+  /// armed) unless cfg.rcq_size is 0.
+  /// Errors: errc::invalid_argument (a closed or moved-from peer),
+  /// errc::no_memory, or the provider's error (== errc::provider).
+  [[nodiscard]] static result<srq> create(const peer& p, const srq_config& cfg = {});
+
+  srq() noexcept;
+  srq(srq&&) noexcept;
+  srq& operator=(srq&&) noexcept;
+  ~srq();
+
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+  /// Posts one receive into [offset, offset + len) of `dst`; `wr_id` comes
+  /// back in its completion. Errors: errc::invalid_argument (an empty srq
+  /// or region, a range outside the region), the provider's error (e.g.
+  /// ENOMEM when the queue is full).
+  std::error_code post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                            std::uint64_t wr_id);
+
+  /// Whether receives complete on an RCQ of the SRQ's own (rcq_size > 0)
+  /// rather than on each connection's CQ/RCQ.
+  [[nodiscard]] bool has_rcq() const noexcept;
+  /// The fd of the RCQ's completion channel, readable once the armed RCQ
+  /// got a completion (blocking or not as the provider made it); -1 without
+  /// an RCQ.
+  [[nodiscard]] int rcq_fd() const noexcept;
+
+  /// Makes connections created with `cfg` use this SRQ; returns `cfg`.
+  /// `cfg` does not keep the SRQ: keep this handle while making requests
+  /// with it (their connections then keep the SRQ themselves).
+  conn_cfg& attach_to(conn_cfg& cfg) const noexcept {
+    cfg.srq = state_.get();
+    return cfg;
+  }
+
+  /// Lets go of this handle; when nothing else uses the SRQ it is destroyed
+  /// now (RCQ, then SRQ) and the first provider error is returned.
+  std::error_code close() noexcept;
+
+  /// Internal: what connections and the C API share.
+  [[nodiscard]] const std::shared_ptr<detail::srq_state>& state() const noexcept { return state_; }
+
+ private:
+  explicit srq(std::shared_ptr<detail::srq_state> state) noexcept;
+  std::shared_ptr<detail::srq_state> state_;
+};
+
+}  // namespace arpma

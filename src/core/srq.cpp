@@ -1,0 +1,42 @@
+#include "arpma/srq.hpp"
+
+#include "arpma/error.hpp"
+#include "core/srq_state.hpp"
+
+#include <utility>
+
+namespace arpma {
+
+result<srq> srq::create(const peer& p, const srq_config& cfg) {
+  if (!p.state() || p.state()->pd == nullptr) return make_error_code(errc::invalid_argument);
+  auto state = detail::srq_state::create(p.state(), cfg.rq_size, cfg.rcq_size);
+  if (!state) return state.error();
+  return srq(std::move(state).value());
+}
+
+srq::srq() noexcept = default;
+srq::srq(std::shared_ptr<detail::srq_state> state) noexcept : state_(std::move(state)) {}
+srq::srq(srq&&) noexcept = default;
+srq& srq::operator=(srq&&) noexcept = default;
+srq::~srq() = default;
+
+std::error_code srq::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                               std::uint64_t wr_id) {
+  if (!state_ || dst.state() == nullptr) return make_error_code(errc::invalid_argument);
+  return state_->post_recv(dst.state(), offset, len, wr_id);
+}
+
+bool srq::has_rcq() const noexcept { return state_ && state_->rcq.cq != nullptr; }
+
+int srq::rcq_fd() const noexcept {
+  if (!has_rcq()) return -1;
+  return state_->prov().comp_channel_fd(state_->rcq.own_channel);
+}
+
+std::error_code srq::close() noexcept {
+  auto state = std::exchange(state_, nullptr);
+  if (!state || state.use_count() > 1) return {};
+  return state->destroy();
+}
+
+}  // namespace arpma

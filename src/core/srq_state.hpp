@@ -1,0 +1,45 @@
+// What a shared receive queue holds: the provider's SRQ and, optionally, the
+// receive CQ its receives complete on (with a completion channel of its own).
+#pragma once
+
+#include "arpma/result.hpp"
+#include "core/conn_state.hpp"
+#include "core/mr_state.hpp"
+#include "core/peer_state.hpp"
+#include "provider/provider.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <system_error>
+
+namespace arpma::detail {
+
+/// librpma's struct rpma_srq. Shared by its handle and by every connection
+/// whose QP receives from it; the last one to let go destroys it: RCQ (and
+/// its channel), then the SRQ. It keeps its peer's PD alive.
+struct srq_state : std::enable_shared_from_this<srq_state> {
+  explicit srq_state(std::shared_ptr<peer_state> p) noexcept : peer(std::move(p)) {}
+  srq_state(const srq_state&) = delete;
+  srq_state& operator=(const srq_state&) = delete;
+  ~srq_state() { (void)destroy(); }
+
+  /// rpma_srq_new: the SRQ (max_sge 1), then an armed RCQ of `rcq_size`
+  /// entries on the peer's device unless 0; nothing is left on failure.
+  static result<std::shared_ptr<srq_state>> create(std::shared_ptr<peer_state> p,
+                                                   std::uint32_t rq_size, std::uint32_t rcq_size);
+  /// RCQ, then SRQ; returns the first error, always finishes.
+  std::error_code destroy() noexcept;
+  /// One receive into [offset, offset + len) of `dst` (a null `dst` with
+  /// both 0: an empty receive); ranges checked as the connection's.
+  std::error_code post_recv(const local_mr_state* dst, std::size_t offset, std::size_t len,
+                            std::uint64_t wr_id);
+
+  [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
+
+  std::shared_ptr<peer_state> peer;
+  provider::srq* srq = nullptr;
+  cq_state rcq;  ///< no CQ when the SRQ has no RCQ
+};
+
+}  // namespace arpma::detail
