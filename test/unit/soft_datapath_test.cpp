@@ -325,6 +325,34 @@ TEST_F(soft_datapath_test, write_read_and_write_with_imm) {
   EXPECT_TRUE(std::equal(src.begin(), src.begin() + 16, target.begin()));
 }
 
+// Messages larger than the socket buffers go out in pieces (what does not fit
+// at once is queued for the progress thread): placed whole and in order.
+TEST_F(soft_datapath_test, the_largest_messages_arrive_whole_and_larger_ones_are_einval) {
+  connect();
+  constexpr std::size_t max = std::size_t{8} << 20;
+  std::vector<std::uint8_t> src(max + 1);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  std::vector<std::uint8_t> target(2 * max, 0);
+  std::vector<std::uint8_t> back(max, 0);
+  prov::mr* smr = reg(a, src.data(), src.size());
+  prov::mr* bmr = reg(a, back.data(), back.size());
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  EXPECT_EQ(post(a, wr_opcode::rdma_write, smr, src.data(), max + 1, addr_of(target.data()), rkey),
+            std::errc::invalid_argument);
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_write, smr, src.data(), max, addr_of(target.data()), rkey, 1, false));
+  ASSERT_FALSE(post(a, wr_opcode::rdma_write, smr, src.data() + 1, max,
+                    addr_of(target.data() + max), rkey, 2));
+  expect_wc(a.cq, 2, wc_status::success, wc_opcode::rdma_write);
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + max, target.begin()));
+  EXPECT_TRUE(std::equal(src.begin() + 1, src.end(), target.begin() + max));
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_read, bmr, back.data(), max, addr_of(target.data() + max), rkey, 3));
+  expect_wc(a.cq, 3, wc_status::success, wc_opcode::rdma_read);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), src.begin() + 1));
+}
+
 TEST_F(soft_datapath_test, atomic_write_places_8_aligned_bytes_and_refuses_misaligned) {
   connect();
   alignas(8) std::array<std::uint8_t, 32> target{};

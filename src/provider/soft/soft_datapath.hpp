@@ -81,8 +81,10 @@ struct soft_qp {
 
   std::mutex mutex;
   qp_state state = qp_state::reset;
-  /// Writes a frame to the link, in order with every frame written before.
-  std::function<void(soft_wire::frame)> link;
+  /// Writes a frame, then `tail` (the rest of its payload, read where it
+  /// lies: registered memory the caller holds the MR table's lock over), to
+  /// the link, in order with every frame written before.
+  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> link;
   /// Moves the link's received frames on the calling thread (a CQ poll).
   std::function<void()> progress;
   std::deque<outstanding> sq;
@@ -111,7 +113,8 @@ void detach(const std::shared_ptr<soft_qp>& qp);
 
 /// The connection is up: `link` carries the QP's frames from now on, and
 /// `progress` moves what arrives.
-void make_ready(soft_qp& qp, std::function<void(soft_wire::frame)> link,
+void make_ready(soft_qp& qp,
+                std::function<void(soft_wire::frame, std::span<const std::uint8_t>)> link,
                 std::function<void()> progress);
 /// Disconnect or a dead link: every outstanding WR completes with
 /// WR_FLUSH_ERR, later posts too (verbs' error state).

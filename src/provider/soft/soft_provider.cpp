@@ -369,21 +369,27 @@ void link_failed(const id_ptr& id, int err) {
   close_link(id);
 }
 
-/// Writes what it can of `first` then `second` without blocking, in one
-/// call; the number of bytes written (a hard error writes nothing more: the
+using byte_span = std::span<const std::uint8_t>;
+
+/// Writes what it can of `parts`, in order, without blocking, in one call;
+/// the number of bytes written (a hard error writes nothing more: the
 /// progress thread's write reports it).
-std::size_t send_now(int fd, const frame& first, const frame& second) noexcept {
-  const std::size_t total = first.size() + second.size();
+std::size_t send_now(int fd, const std::array<byte_span, 3>& parts) noexcept {
+  std::size_t total = 0;
+  for (const byte_span& p : parts) total += p.size();
   std::size_t done = 0;
   while (done < total) {
-    std::array<iovec, 2> iov{};
+    std::array<iovec, 3> iov{};
     std::size_t count = 0;
-    if (done < first.size())
-      iov[count++] = {const_cast<std::uint8_t*>(first.data()) + done, first.size() - done};
-    const std::size_t into_second = done > first.size() ? done - first.size() : 0;
-    if (!second.empty())
-      iov[count++] = {const_cast<std::uint8_t*>(second.data()) + into_second,
-                      second.size() - into_second};
+    std::size_t skip = done;
+    for (const byte_span& p : parts) {
+      if (skip >= p.size()) {
+        skip -= p.size();
+        continue;
+      }
+      iov[count++] = {const_cast<std::uint8_t*>(p.data() + skip), p.size() - skip};
+      skip = 0;
+    }
     msghdr message{};
     message.msg_iov = iov.data();
     message.msg_iovlen = count;
@@ -427,25 +433,36 @@ frame take_acks(soft_id& id) {
   return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
 }
 
-/// Puts `first` then `second` (either may be empty) on the wire after every
+/// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
 /// frame before them: written at once when nothing is queued, else queued
-/// for the progress thread. Called with `lock` (tx_mutex) held; may release it.
-void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first, frame second) {
-  if (id->writing || !id->out.empty()) {
-    if (!first.empty()) enqueue(*id, std::move(first));
-    if (!second.empty()) enqueue(*id, std::move(second));
-    return;
+/// for the progress thread (what is queued of `tail` is copied: it is only
+/// borrowed). Called with `lock` (tx_mutex) held; may release it.
+void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, frame f,
+              byte_span tail = {}) {
+  std::size_t sent = 0;
+  if (!id->writing && id->out.empty()) {
+    sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
+    if (sent == acks.size() + f.size() + tail.size()) return;
   }
-  const std::size_t sent = send_now(id->tx_fd, first, second);
-  if (sent == first.size() + second.size()) return;
-  if (sent < first.size()) {
-    id->out_offset = sent;
-    id->out.push_back(std::move(first));
-    if (!second.empty()) id->out.push_back(std::move(second));
-  } else {
-    id->out_offset = sent - first.size();
-    id->out.push_back(std::move(second));
+  const bool start = !id->writing && id->out.empty();
+  // Whatever is left, in order; the first piece may be partly written.
+  std::array<frame*, 2> pieces{&acks, &f};
+  for (frame* piece : pieces) {
+    if (sent >= piece->size()) {
+      sent -= piece->size();
+      continue;
+    }
+    if (piece == &f && !tail.empty()) piece->insert(piece->end(), tail.begin(), tail.end());
+    tail = {};
+    if (start && id->out.empty()) id->out_offset = sent;
+    sent = 0;
+    enqueue(*id, std::move(*piece));
   }
+  if (!tail.empty()) {
+    if (start && id->out.empty()) id->out_offset = sent;
+    id->out.emplace_back(tail.begin(), tail.end());
+  }
+  if (!start) return;
   id->writing = true;
   lock.unlock();
   asio::post(*id->io, [id] { write_next(id); });
@@ -455,14 +472,14 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first,
 /// sent before; dropped when the link is not open or is half-closed. An ACK
 /// is only counted: it rides along with the next frame (a reply usually
 /// follows at once) or goes out at the next flush_acks.
-void send_frame(const id_ptr& id, frame f) {
+void send_frame(const id_ptr& id, frame f, byte_span tail = {}) {
   std::unique_lock lock(id->tx_mutex);
   if (id->tx_fd < 0 || id->tx_sealed) return;
   if (is_ack(f)) {
     id->ack_pending += get_u32(f.data() + header_size);
     return;
   }
-  transmit(id, lock, take_acks(*id), std::move(f));
+  transmit(id, lock, take_acks(*id), std::move(f), tail);
 }
 
 /// Sends the acknowledgements still pending, alone.
@@ -573,9 +590,9 @@ void open_tx(soft_id& id) {
 }
 
 /// How a QP writes its frames: through the id's link while the id lives.
-std::function<void(frame)> link_of(const id_ptr& id) {
-  return [weak = std::weak_ptr<soft_id>(id)](frame f) {
-    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f));
+std::function<void(frame, byte_span)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail);
   };
 }
 
@@ -737,7 +754,13 @@ void pump(const id_ptr& id) {
 /// it cannot finish goes to the progress thread.
 void pump_from_application(const id_ptr& id) {
   std::unique_lock lock(id->rx_mutex, std::try_to_lock);
-  if (!lock.owns_lock() || id->reading_paused) return;  // the progress thread is at it
+  if (!lock.owns_lock()) {
+    // The progress thread is at it: let it finish (a spinning poller could
+    // otherwise keep it from the CPU it needs to release the receiver).
+    std::this_thread::yield();
+    return;
+  }
+  if (id->reading_paused) return;
   // What the last poll executed and no reply carried is acknowledged now.
   flush_acks(id);
   const rx_next next = pump_locked(id, rx_mode::application);
