@@ -960,72 +960,99 @@ struct region_desc {
   std::uint32_t rkey;
 };
 
-/// The child's active side. Mode 0: write a pattern into the parent's region
-/// (from the accept's private data), send "done" with an immediate, read the
-/// region back, wait for the parent's disconnect. Mode 1: offer a region of
-/// its own in the connect's private data, say ready on `ready_fd`, then
-/// write to the parent forever (until killed).
-int child_active_side(std::uint16_t port, int mode, int ready_fd) {
+/// The child's side of a connection to 127.0.0.1:port: a QP, a 4 KiB region
+/// of its own (offered in the connect's private data) and one to read into.
+struct child_end {
   prov::soft_provider p;
-  prov::device* dev = p.find_device("127.0.0.1", true).value();
-  prov::event_channel* ch = p.create_event_channel().value();
-  prov::cm_id* id = p.create_id(ch, 1).value();
-  const sockaddr_in to = loopback(port);
-  if (p.resolve_addr(id, sa(to), 1000) || !next_event(p, ch)) return 10;
-  if (p.resolve_route(id, 1000) || !next_event(p, ch)) return 11;
-  prov::pd* pd = p.alloc_pd(dev).value();
-  prov::cq* cq = p.create_cq(dev, 64, nullptr).value();
-  prov::qp_config config;
-  config.send_cq = config.recv_cq = cq;
-  config.max_send_wr = 32;
-  if (p.create_qp(id, pd, config)) return 12;
-  std::vector<std::uint8_t> mine(4096);
-  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<std::uint8_t>(i ^ 0x5a);
-  std::vector<std::uint8_t> back(4096, 0);
-  prov::mr* mr = p.reg_mr(pd, mine.data(), mine.size(), all_access).value();
-  prov::mr* bmr = p.reg_mr(pd, back.data(), back.size(), all_access).value();
-  region_desc offer{addr_of(mine.data()), p.mr_rkey(mr)};
-  prov::conn_param param;
-  param.private_data = &offer;
-  param.private_data_len = sizeof offer;
-  if (p.connect(id, param)) return 13;
-  auto e = next_event(p, ch);
-  if (!e || e->type != cm_event_type::established) return 14;
+  prov::event_channel* ch = nullptr;
+  prov::cm_id* id = nullptr;
+  prov::pd* pd = nullptr;
+  prov::cq* cq = nullptr;
+  std::vector<std::uint8_t> mine = std::vector<std::uint8_t>(4096);
+  std::vector<std::uint8_t> back = std::vector<std::uint8_t>(4096, 0);
+  prov::mr* mr = nullptr;
+  prov::mr* bmr = nullptr;
   region_desc theirs{};
-  std::memcpy(&theirs, e->private_data.data(), sizeof theirs);
+
+  /// 0 when connected, else the exit status that says where it stopped.
+  int connect(std::uint16_t port) {
+    prov::device* dev = p.find_device("127.0.0.1", true).value();
+    ch = p.create_event_channel().value();
+    id = p.create_id(ch, 1).value();
+    const sockaddr_in to = loopback(port);
+    if (p.resolve_addr(id, sa(to), 1000) || !next_event(p, ch)) return 10;
+    if (p.resolve_route(id, 1000) || !next_event(p, ch)) return 11;
+    pd = p.alloc_pd(dev).value();
+    cq = p.create_cq(dev, 64, nullptr).value();
+    prov::qp_config config;
+    config.send_cq = config.recv_cq = cq;
+    config.max_send_wr = 32;
+    if (p.create_qp(id, pd, config)) return 12;
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<std::uint8_t>(i ^ 0x5a);
+    mr = p.reg_mr(pd, mine.data(), mine.size(), all_access).value();
+    bmr = p.reg_mr(pd, back.data(), back.size(), all_access).value();
+    region_desc offer{addr_of(mine.data()), p.mr_rkey(mr)};
+    prov::conn_param param;
+    param.private_data = &offer;
+    param.private_data_len = sizeof offer;
+    if (p.connect(id, param)) return 13;
+    auto e = next_event(p, ch);
+    if (!e || e->type != cm_event_type::established) return 14;
+    std::memcpy(&theirs, e->private_data.data(), sizeof theirs);
+    return 0;
+  }
+
+  /// Posts `wr` and waits for its successful completion.
+  bool run(const prov::send_wr& wr) {
+    if (p.post_send(id, wr)) return false;
+    auto wc = next_wc(p, cq);
+    return wc && wc->status == wc_status::success;
+  }
+
+  int close() {
+    auto e = next_event(p, ch);
+    if (!e || e->type != cm_event_type::disconnected) return 20;
+    p.destroy_qp(id);
+    if (p.destroy_id(id) || p.dereg_mr(mr) || p.dereg_mr(bmr) || p.destroy_cq(cq) ||
+        p.dealloc_pd(pd))
+      return 21;
+    p.destroy_event_channel(ch);
+    return 0;
+  }
+};
+
+/// Mode 0: write a pattern into the parent's region (from the accept's
+/// private data), send "done" with an immediate, read the region back, wait
+/// for the parent's disconnect. Mode 1: say ready on `ready_fd`, then write
+/// to the parent forever (until killed).
+int child_active_side(std::uint16_t port, int mode, int ready_fd) {
+  child_end c;
+  if (const int failed = c.connect(port)) return failed;
   prov::send_wr wr;
   wr.opcode = wr_opcode::rdma_write;
-  wr.local = {addr_of(mine.data()), 4096, p.mr_lkey(mr)};
-  wr.remote_addr = theirs.addr;
-  wr.rkey = theirs.rkey;
+  wr.local = {addr_of(c.mine.data()), 4096, c.p.mr_lkey(c.mr)};
+  wr.remote_addr = c.theirs.addr;
+  wr.rkey = c.theirs.rkey;
   if (mode == 1) {
     const char one = 1;
     (void)!::write(ready_fd, &one, 1);
     wr.signaled = false;
     for (;;) {
-      (void)p.post_send(id, wr);
+      (void)c.p.post_send(c.id, wr);
       std::array<prov::work_completion, 8> wcs{};
-      (void)p.poll_cq(cq, wcs);
+      (void)c.p.poll_cq(c.cq, wcs);
     }
   }
-  if (p.post_send(id, wr)) return 15;
-  auto wc = next_wc(p, cq);
-  if (!wc || wc->status != wc_status::success) return 16;
+  if (!c.run(wr)) return 16;
   wr.opcode = wr_opcode::send_with_imm;
   wr.imm = 4096;
   wr.local.length = 4;
-  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 17;
+  if (!c.run(wr)) return 17;
   wr.opcode = wr_opcode::rdma_read;
-  wr.local = {addr_of(back.data()), 4096, p.mr_lkey(bmr)};
-  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 18;
-  if (back != mine) return 19;
-  e = next_event(p, ch);
-  if (!e || e->type != cm_event_type::disconnected) return 20;
-  p.destroy_qp(id);
-  if (p.destroy_id(id) || p.dereg_mr(mr) || p.dereg_mr(bmr) || p.destroy_cq(cq) || p.dealloc_pd(pd))
-    return 21;
-  p.destroy_event_channel(ch);
-  return 0;
+  wr.local = {addr_of(c.back.data()), 4096, c.p.mr_lkey(c.bmr)};
+  if (!c.run(wr)) return 18;
+  if (c.back != c.mine) return 19;
+  return c.close();
 }
 
 pid_t spawn_active_side(std::uint16_t port, int mode, int ready_fd) {

@@ -859,71 +859,75 @@ rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t>
   return rx_next::more;
 }
 
-/// One complete, well-formed frame arrived on an id's link (progress thread).
-rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
-  if (is_data(type)) return on_data(id, type, payload);
-  const std::uint8_t* body = payload.data();
-  const std::size_t size = payload.size();
+/// What a connection-manager frame did to its id.
+struct cm_outcome {
   bool valid = true;
   bool half_close = false;
   bool keep_reading = true;
+};
+
+/// Applies a CM frame to the id's state. Called with the id's mutex held.
+cm_outcome apply_cm_frame_locked(const id_ptr& id, frame_type type,
+                                 std::span<const std::uint8_t> payload) {
+  const std::uint8_t* body = payload.data();
+  const std::size_t size = payload.size();
+  cm_outcome out;
+  switch (type) {
+    case frame_type::rep:
+      if (id->state != conn_state::req_sent) return {.valid = false};
+      id->state = conn_state::established;
+      // RTU goes out before the application can post anything after it.
+      send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
+      qp_ready_locked(id);
+      id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
+                      size - conn_fixed_size);
+      break;
+    case frame_type::rej:
+      if (id->state != conn_state::req_sent) return {.valid = false};
+      id->state = conn_state::closed;
+      id->push_locked(cm_event_type::rejected, get_u16(body), body + rej_fixed_size,
+                      size - rej_fixed_size);
+      out.keep_reading = false;
+      break;
+    case frame_type::rtu:
+      if (id->state != conn_state::rep_sent) return {.valid = false};
+      id->state = conn_state::established;
+      qp_ready_locked(id);
+      id->push_locked(cm_event_type::established);
+      break;
+    case frame_type::dreq:
+      if (id->state == conn_state::established) {
+        id->state = conn_state::disconnected;
+        flush_qp_locked(*id);
+        id->push_locked(cm_event_type::disconnected);
+        id->push_locked(cm_event_type::timewait_exit);
+        out.half_close = true;
+      } else if (id->state != conn_state::disconnected) {
+        out.valid = false;  // a disconnect crossing ours is fine, any other is not
+      }
+      break;
+    default: out.valid = false; break;  // REQ: only as the first frame of a link
+  }
+  return out;
+}
+
+/// One complete, well-formed frame arrived on an id's link (progress thread).
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (is_data(type)) return on_data(id, type, payload);
+  cm_outcome out;
   {
     const std::lock_guard lock(id->mutex);
-    switch (type) {
-      case frame_type::rep:
-        if (id->state != conn_state::req_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::established;
-        // RTU goes out before the application can post anything after it.
-        send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
-        qp_ready_locked(id);
-        id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
-                        size - conn_fixed_size);
-        break;
-      case frame_type::rej:
-        if (id->state != conn_state::req_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::closed;
-        id->push_locked(cm_event_type::rejected, get_u16(body), body + rej_fixed_size,
-                        size - rej_fixed_size);
-        keep_reading = false;
-        break;
-      case frame_type::rtu:
-        if (id->state != conn_state::rep_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::established;
-        qp_ready_locked(id);
-        id->push_locked(cm_event_type::established);
-        break;
-      case frame_type::dreq:
-        if (id->state == conn_state::established) {
-          id->state = conn_state::disconnected;
-          flush_qp_locked(*id);
-          id->push_locked(cm_event_type::disconnected);
-          id->push_locked(cm_event_type::timewait_exit);
-          half_close = true;
-        } else if (id->state != conn_state::disconnected) {
-          valid = false;  // a disconnect crossing ours is fine, any other is not
-        }
-        break;
-      default: valid = false; break;  // REQ: only as the first frame of a link
-    }
+    out = apply_cm_frame_locked(id, type, payload);
   }
-  if (!valid) {
+  if (!out.valid) {
     link_failed(id, EPROTO);
     return rx_next::stop;
   }
-  if (!keep_reading) {
+  if (!out.keep_reading) {
     close_link(id);
     return rx_next::stop;
   }
-  if (half_close) finish_link(id, false);
+  if (out.half_close) finish_link(id, false);
   return rx_next::more;
 }
 
