@@ -94,9 +94,9 @@ struct soft_qp {
 
 /// Registers with a random rkey and lkey in the process-wide table.
 result<mr*> register_mr(soft_pd* pd, void* addr, std::size_t length, int access);
-std::error_code deregister_mr(mr* m) noexcept;
-std::uint32_t lkey_of(const mr* m) noexcept;
-std::uint32_t rkey_of(const mr* m) noexcept;
+std::error_code deregister_mr(mr* h) noexcept;
+std::uint32_t lkey_of(const mr* h) noexcept;
+std::uint32_t rkey_of(const mr* h) noexcept;
 
 std::size_t poll(soft_cq& cq, std::span<work_completion> out);
 void arm(soft_cq& cq) noexcept;

@@ -546,7 +546,7 @@ void write_next(const id_ptr& id) {
     id->writing = true;
     id->in_flight = std::min<std::size_t>(id->out.size(), 64);
     for (std::size_t i = 0; i < id->in_flight; ++i)
-      buffers.push_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
+      buffers.emplace_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
   }
   asio::async_write(*id->socket, buffers,
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
