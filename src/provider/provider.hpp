@@ -164,8 +164,8 @@ struct work_completion {
 };
 
 /// What a device executes natively. Where a flag is false, post_send of that
-/// opcode is EOPNOTSUPP and the caller emulates it (librpma: an RDMA write
-/// followed by a read for atomic write, a read for flush).
+/// opcode is EOPNOTSUPP and the caller emulates it (librpma does, with
+/// ordinary RDMA writes and reads).
 struct device_caps {
   bool native_atomic_write = false;
   bool native_flush = false;
