@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +55,27 @@ void check(std::error_code ec, const char* what) {
 void spin_pause(unsigned spins) {
   if (spins % 64 == 0) std::this_thread::yield();
 }
+
+/// Puts the calling thread on CPU `cpu` (modulo the CPUs there are) for its
+/// lifetime, or the whole machine with -1. The two sides of a ping-pong go to
+/// different CPUs, for TCP and soft alike: left to the scheduler, two
+/// spinning threads sometimes share one CPU and measure its time slicing.
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 0; i < cpus; ++i)
+    if (cpu < 0 || i == cpu % cpus) CPU_SET(i, &set);
+  (void)::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+}
+
+/// Pins for the scope of a measurement (the calling thread only).
+struct pinned {
+  explicit pinned(int cpu) { pin(cpu); }
+  pinned(const pinned&) = delete;
+  pinned& operator=(const pinned&) = delete;
+  ~pinned() { pin(-1); }
+};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -199,7 +222,9 @@ class soft_pair {
 /// Median round trip of a 64 B send answered by a 64 B send, in microseconds.
 double soft_rtt(int rounds) {
   soft_pair pair;
+  const pinned ping_cpu(0);
   std::thread pong([&pair, rounds] {
+    pin(1);
     for (int i = 0; i < rounds * pings_per_round; ++i) {
       (void)pair.wait_wc(pair.b, true);  // the ping
       pair.post_recv(pair.b);
@@ -305,7 +330,9 @@ void read_exact(int fd, std::uint8_t* p, std::size_t n, bool spin = false) {
 
 double tcp_rtt(int rounds) {
   tcp_pair pair;
+  const pinned ping_cpu(0);
   std::thread pong([&pair, rounds] {
+    pin(1);
     std::array<std::uint8_t, small> buf{};
     for (int i = 0; i < rounds * pings_per_round; ++i) {
       read_exact(pair.server, buf.data(), buf.size(), true);
