@@ -681,6 +681,24 @@ verdict on_frame(soft_qp& qp, frame_type type, std::span<const std::uint8_t> pay
   return execute(qp, type, payload);
 }
 
+bool executes_requests(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  return qp.state == qp_state::ready;
+}
+
+std::shared_lock<std::shared_mutex> lock_memory() { return std::shared_lock(table().mutex); }
+
+std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
+                                std::size_t len) {
+  mr_table& t = table();
+  return within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_write);
+}
+
+void write_placed(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::ready) acknowledge(qp);
+}
+
 void rnr_exhausted(soft_qp& qp) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state == qp_state::ready) (void)refuse(qp, wc_status::rnr_retry_exc_err);

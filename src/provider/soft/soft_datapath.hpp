@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -125,6 +126,21 @@ void destroy(soft_qp& qp);
 /// A data frame from the peer (progress thread). Requests are executed,
 /// responses retire the send queue.
 verdict on_frame(soft_qp& qp, soft_wire::frame_type type, std::span<const std::uint8_t> payload);
+/// For a receiver that reads a large WRITE's payload straight into the
+/// target: whether the QP executes requests now (checked before the memory
+/// lock is taken: QP, then memory, as everywhere).
+bool executes_requests(soft_qp& qp);
+/// Registered memory stays registered while this lock is held.
+std::shared_lock<std::shared_mutex> lock_memory();
+/// The bytes a WRITE to [addr, addr + len) under `rkey` may fill on this QP
+/// (every check of an ordinary WRITE), or nullptr: the frame then goes the
+/// ordinary way and is refused there. Call with lock_memory() held, and keep
+/// it while writing.
+std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
+                                std::size_t len);
+/// The payload is in place: acknowledge the WRITE.
+void write_placed(soft_qp& qp);
+
 /// The receive a SEND waits for did not come in time: RNR retry exceeded.
 void rnr_exhausted(soft_qp& qp);
 

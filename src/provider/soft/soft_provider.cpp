@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -198,7 +200,8 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
-  int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
+  bool rx_large_writes = false;  ///< the last frame was a large WRITE
+  int rx_error = 0;              ///< the link failed (errno); the progress thread acts on it
 
   // The link's sending side, for any thread: application threads write their
   // requests straight to the socket when nothing is queued (no hop through
@@ -643,14 +646,15 @@ enum class fill_result : std::uint8_t { data, would_block, failed };
 
 /// Reads what the socket has without blocking. A closed stream or an error
 /// is remembered in rx_error (an application thread cannot act on it).
-fill_result fill(soft_id& id, std::size_t frame_size) {
+fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
   make_room(id, frame_size);
   ssize_t n = 0;
   {
     // The descriptor stays open during the call (close_link takes the lock).
     const std::lock_guard lock(id.tx_mutex);
     if (id.tx_fd < 0) return fill_result::would_block;
-    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, id.rx.size() - id.rx_end, MSG_DONTWAIT);
+    const std::size_t want = std::min(id.rx.size() - id.rx_end, limit);
+    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
   }
   if (n > 0) {
     id.rx_end += static_cast<std::size_t>(n);
@@ -684,6 +688,68 @@ rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::ui
   return rx_next::hand_over;
 }
 
+/// WRITEs this large have their payload read straight into the target MR
+/// when it is all in the socket already: one copy (the kernel's), as a NIC.
+constexpr std::size_t direct_min = std::size_t{16} << 10;
+
+bool large_write(const frame_header& h) noexcept {
+  return h.type == frame_type::write && h.length >= direct_min;
+}
+
+/// Reads `n` bytes the socket holds into `dst`; false (rx_error set) if it
+/// does not deliver them.
+bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
+  const std::lock_guard lock(id.tx_mutex);
+  std::size_t got = 0;
+  while (got < n && id.tx_fd >= 0) {
+    const ssize_t r = ::recv(id.tx_fd, dst + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else {
+      id.rx_error = r == 0 ? ECONNRESET : (errno == EAGAIN ? EIO : errno);
+      return false;
+    }
+  }
+  return got == n;
+}
+
+std::size_t socket_holds(soft_id& id) {
+  const std::lock_guard lock(id.tx_mutex);
+  int n = 0;
+  return id.tx_fd >= 0 && ::ioctl(id.tx_fd, FIONREAD, &n) == 0 && n > 0
+             ? static_cast<std::size_t>(n)
+             : 0;
+}
+
+/// A large WRITE whose header and target are buffered (nothing after it)
+/// and whose payload is in the socket: placed without going through the
+/// buffer. False when it is not eligible (the ordinary path then buffers it,
+/// and refuses it if it must).
+bool place_directly(const id_ptr& id, std::uint32_t length) {
+  const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
+  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
+  const std::size_t data_len = length - remote_size;
+  if (socket_holds(*id) < data_len - buffered || !id->stalled.empty()) return false;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established || !id->qp) return false;
+    qp = id->qp;
+  }
+  if (!soft_dp::executes_requests(*qp)) return false;
+  auto memory = soft_dp::lock_memory();
+  std::uint8_t* dst = soft_dp::write_destination(*qp, get_u32(fixed), get_u64(fixed + 4), data_len);
+  if (dst == nullptr) return false;
+  std::memcpy(dst, fixed + remote_size, buffered);
+  const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
+  memory.unlock();
+  id->rx_begin = id->rx_end = 0;
+  if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
+  return true;
+}
+
 /// The progress thread acts on a failure, wherever it was seen.
 bool failed_link(const id_ptr& id, rx_mode mode) {
   if (id->rx_error == 0) return false;
@@ -709,6 +775,15 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         continue;
       }
       need = header_size + h->length;
+      if (avail < need && large_write(*h)) {
+        // Read no further than the target, then the payload goes where it belongs.
+        if (avail < header_size + remote_size) {
+          if (fill(*id, need, header_size + remote_size - avail) == fill_result::would_block)
+            return rx_next::more;
+          continue;
+        }
+        if (place_directly(id, h->length)) continue;
+      }
       if (avail >= need) {
         const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
                                                     h->length);
@@ -718,11 +793,17 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         if (next == rx_next::hand_over) return next;
         id->rx_begin += need;
         if (id->rx_begin == id->rx_end) id->rx_begin = id->rx_end = 0;
+        id->rx_large_writes = large_write(*h);
         if (next == rx_next::stop) return next;
         continue;
       }
     }
-    if (fill(*id, need) == fill_result::would_block) return rx_next::more;
+    // After a large WRITE the next frame is likely one too: read its header
+    // and target alone, so its payload can go straight to the MR.
+    const bool header_first = id->rx_large_writes && avail < header_size;
+    const std::size_t limit =
+        header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
+    if (fill(*id, need, limit) == fill_result::would_block) return rx_next::more;
   }
 }
 
