@@ -163,7 +163,9 @@ struct work_completion {
   std::uint32_t vendor_err = 0;
 };
 
-/// What a device executes natively rather than leaving to emulation.
+/// What a device executes natively. Where a flag is false, post_send of that
+/// opcode is EOPNOTSUPP and the caller emulates it (librpma does, with
+/// ordinary RDMA writes and reads).
 struct device_caps {
   bool native_atomic_write = false;
   bool native_flush = false;

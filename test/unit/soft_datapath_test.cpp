@@ -325,6 +325,65 @@ TEST_F(soft_datapath_test, write_read_and_write_with_imm) {
   EXPECT_TRUE(std::equal(src.begin(), src.begin() + 16, target.begin()));
 }
 
+// Messages larger than the socket buffers go out in pieces (what does not fit
+// at once is queued for the progress thread): placed whole and in order.
+TEST_F(soft_datapath_test, the_largest_messages_arrive_whole_and_larger_ones_are_einval) {
+  connect();
+  constexpr std::size_t max = std::size_t{8} << 20;
+  std::vector<std::uint8_t> src(max + 1);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  std::vector<std::uint8_t> target(2 * max, 0);
+  std::vector<std::uint8_t> back(max, 0);
+  prov::mr* smr = reg(a, src.data(), src.size());
+  prov::mr* bmr = reg(a, back.data(), back.size());
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  EXPECT_EQ(post(a, wr_opcode::rdma_write, smr, src.data(), max + 1, addr_of(target.data()), rkey),
+            std::errc::invalid_argument);
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_write, smr, src.data(), max, addr_of(target.data()), rkey, 1, false));
+  ASSERT_FALSE(post(a, wr_opcode::rdma_write, smr, src.data() + 1, max,
+                    addr_of(target.data() + max), rkey, 2));
+  expect_wc(a.cq, 2, wc_status::success, wc_opcode::rdma_write);
+  EXPECT_TRUE(std::equal(src.begin(), src.begin() + max, target.begin()));
+  EXPECT_TRUE(std::equal(src.begin() + 1, src.end(), target.begin() + max));
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_read, bmr, back.data(), max, addr_of(target.data() + max), rkey, 3));
+  expect_wc(a.cq, 3, wc_status::success, wc_opcode::rdma_read);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), src.begin() + 1));
+}
+
+// A stream of large writes, 16 in flight: their payloads are read straight
+// into the target when they are in the socket whole, through the buffer
+// otherwise; every byte lands where its write said, whichever way it went.
+TEST_F(soft_datapath_test, a_stream_of_large_writes_places_every_byte) {
+  connect({.max_send_wr = 16, .max_recv_wr = 16});
+  constexpr std::size_t chunk = 64 << 10;
+  constexpr std::size_t count = 96;
+  std::vector<std::uint8_t> src(16 * chunk);
+  std::vector<std::uint8_t> target(count * chunk, 0);
+  prov::mr* smr = reg(a, src.data(), src.size());
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  std::size_t posted = 0;
+  std::size_t done = 0;
+  auto post_next = [&] {
+    std::uint8_t* slot = &src[(posted % 16) * chunk];
+    for (std::size_t i = 0; i < chunk; ++i) slot[i] = static_cast<std::uint8_t>(posted + i / 4096);
+    ASSERT_FALSE(post(a, wr_opcode::rdma_write, smr, slot, chunk, addr_of(&target[posted * chunk]),
+                      soft.mr_rkey(tmr), posted));
+    ++posted;
+  };
+  while (posted < 16) post_next();
+  while (done < count) {
+    expect_wc(a.cq, done, wc_status::success, wc_opcode::rdma_write);
+    ++done;
+    if (posted < count) post_next();
+  }
+  for (std::size_t w = 0; w < count; ++w)
+    for (std::size_t i = 0; i < chunk; i += 512)
+      ASSERT_EQ(target[w * chunk + i], static_cast<std::uint8_t>(w + i / 4096)) << w << " " << i;
+}
+
 TEST_F(soft_datapath_test, atomic_write_places_8_aligned_bytes_and_refuses_misaligned) {
   connect();
   alignas(8) std::array<std::uint8_t, 32> target{};
@@ -932,72 +991,99 @@ struct region_desc {
   std::uint32_t rkey;
 };
 
-/// The child's active side. Mode 0: write a pattern into the parent's region
-/// (from the accept's private data), send "done" with an immediate, read the
-/// region back, wait for the parent's disconnect. Mode 1: offer a region of
-/// its own in the connect's private data, say ready on `ready_fd`, then
-/// write to the parent forever (until killed).
-int child_active_side(std::uint16_t port, int mode, int ready_fd) {
+/// The child's side of a connection to 127.0.0.1:port: a QP, a 4 KiB region
+/// of its own (offered in the connect's private data) and one to read into.
+struct child_end {
   prov::soft_provider p;
-  prov::device* dev = p.find_device("127.0.0.1", true).value();
-  prov::event_channel* ch = p.create_event_channel().value();
-  prov::cm_id* id = p.create_id(ch, 1).value();
-  const sockaddr_in to = loopback(port);
-  if (p.resolve_addr(id, sa(to), 1000) || !next_event(p, ch)) return 10;
-  if (p.resolve_route(id, 1000) || !next_event(p, ch)) return 11;
-  prov::pd* pd = p.alloc_pd(dev).value();
-  prov::cq* cq = p.create_cq(dev, 64, nullptr).value();
-  prov::qp_config config;
-  config.send_cq = config.recv_cq = cq;
-  config.max_send_wr = 32;
-  if (p.create_qp(id, pd, config)) return 12;
-  std::vector<std::uint8_t> mine(4096);
-  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<std::uint8_t>(i ^ 0x5a);
-  std::vector<std::uint8_t> back(4096, 0);
-  prov::mr* mr = p.reg_mr(pd, mine.data(), mine.size(), all_access).value();
-  prov::mr* bmr = p.reg_mr(pd, back.data(), back.size(), all_access).value();
-  region_desc offer{addr_of(mine.data()), p.mr_rkey(mr)};
-  prov::conn_param param;
-  param.private_data = &offer;
-  param.private_data_len = sizeof offer;
-  if (p.connect(id, param)) return 13;
-  auto e = next_event(p, ch);
-  if (!e || e->type != cm_event_type::established) return 14;
+  prov::event_channel* ch = nullptr;
+  prov::cm_id* id = nullptr;
+  prov::pd* pd = nullptr;
+  prov::cq* cq = nullptr;
+  std::vector<std::uint8_t> mine = std::vector<std::uint8_t>(4096);
+  std::vector<std::uint8_t> back = std::vector<std::uint8_t>(4096, 0);
+  prov::mr* mr = nullptr;
+  prov::mr* bmr = nullptr;
   region_desc theirs{};
-  std::memcpy(&theirs, e->private_data.data(), sizeof theirs);
+
+  /// 0 when connected, else the exit status that says where it stopped.
+  int connect(std::uint16_t port) {
+    prov::device* dev = p.find_device("127.0.0.1", true).value();
+    ch = p.create_event_channel().value();
+    id = p.create_id(ch, 1).value();
+    const sockaddr_in to = loopback(port);
+    if (p.resolve_addr(id, sa(to), 1000) || !next_event(p, ch)) return 10;
+    if (p.resolve_route(id, 1000) || !next_event(p, ch)) return 11;
+    pd = p.alloc_pd(dev).value();
+    cq = p.create_cq(dev, 64, nullptr).value();
+    prov::qp_config config;
+    config.send_cq = config.recv_cq = cq;
+    config.max_send_wr = 32;
+    if (p.create_qp(id, pd, config)) return 12;
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<std::uint8_t>(i ^ 0x5a);
+    mr = p.reg_mr(pd, mine.data(), mine.size(), all_access).value();
+    bmr = p.reg_mr(pd, back.data(), back.size(), all_access).value();
+    region_desc offer{addr_of(mine.data()), p.mr_rkey(mr)};
+    prov::conn_param param;
+    param.private_data = &offer;
+    param.private_data_len = sizeof offer;
+    if (p.connect(id, param)) return 13;
+    auto e = next_event(p, ch);
+    if (!e || e->type != cm_event_type::established) return 14;
+    std::memcpy(&theirs, e->private_data.data(), sizeof theirs);
+    return 0;
+  }
+
+  /// Posts `wr` and waits for its successful completion.
+  bool run(const prov::send_wr& wr) {
+    if (p.post_send(id, wr)) return false;
+    auto wc = next_wc(p, cq);
+    return wc && wc->status == wc_status::success;
+  }
+
+  int close() {
+    auto e = next_event(p, ch);
+    if (!e || e->type != cm_event_type::disconnected) return 20;
+    p.destroy_qp(id);
+    if (p.destroy_id(id) || p.dereg_mr(mr) || p.dereg_mr(bmr) || p.destroy_cq(cq) ||
+        p.dealloc_pd(pd))
+      return 21;
+    p.destroy_event_channel(ch);
+    return 0;
+  }
+};
+
+/// Mode 0: write a pattern into the parent's region (from the accept's
+/// private data), send "done" with an immediate, read the region back, wait
+/// for the parent's disconnect. Mode 1: say ready on `ready_fd`, then write
+/// to the parent forever (until killed).
+int child_active_side(std::uint16_t port, int mode, int ready_fd) {
+  child_end c;
+  if (const int failed = c.connect(port)) return failed;
   prov::send_wr wr;
   wr.opcode = wr_opcode::rdma_write;
-  wr.local = {addr_of(mine.data()), 4096, p.mr_lkey(mr)};
-  wr.remote_addr = theirs.addr;
-  wr.rkey = theirs.rkey;
+  wr.local = {addr_of(c.mine.data()), 4096, c.p.mr_lkey(c.mr)};
+  wr.remote_addr = c.theirs.addr;
+  wr.rkey = c.theirs.rkey;
   if (mode == 1) {
     const char one = 1;
     (void)!::write(ready_fd, &one, 1);
     wr.signaled = false;
     for (;;) {
-      (void)p.post_send(id, wr);
+      (void)c.p.post_send(c.id, wr);
       std::array<prov::work_completion, 8> wcs{};
-      (void)p.poll_cq(cq, wcs);
+      (void)c.p.poll_cq(c.cq, wcs);
     }
   }
-  if (p.post_send(id, wr)) return 15;
-  auto wc = next_wc(p, cq);
-  if (!wc || wc->status != wc_status::success) return 16;
+  if (!c.run(wr)) return 16;
   wr.opcode = wr_opcode::send_with_imm;
   wr.imm = 4096;
   wr.local.length = 4;
-  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 17;
+  if (!c.run(wr)) return 17;
   wr.opcode = wr_opcode::rdma_read;
-  wr.local = {addr_of(back.data()), 4096, p.mr_lkey(bmr)};
-  if (p.post_send(id, wr) || !(wc = next_wc(p, cq)) || wc->status != wc_status::success) return 18;
-  if (back != mine) return 19;
-  e = next_event(p, ch);
-  if (!e || e->type != cm_event_type::disconnected) return 20;
-  p.destroy_qp(id);
-  if (p.destroy_id(id) || p.dereg_mr(mr) || p.dereg_mr(bmr) || p.destroy_cq(cq) || p.dealloc_pd(pd))
-    return 21;
-  p.destroy_event_channel(ch);
-  return 0;
+  wr.local = {addr_of(c.back.data()), 4096, c.p.mr_lkey(c.bmr)};
+  if (!c.run(wr)) return 18;
+  if (c.back != c.mine) return 19;
+  return c.close();
 }
 
 pid_t spawn_active_side(std::uint16_t port, int mode, int ready_fd) {

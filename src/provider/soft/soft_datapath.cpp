@@ -216,24 +216,27 @@ request_layout layout_of(const send_wr& wr) {
   return l;
 }
 
-/// The request frame of `wr`, its source bytes copied now (the application
-/// may not touch them before the completion anyway); an empty frame and
-/// LOC_PROT_ERR in `status` when the local buffer is not registered for it.
-frame request_frame(const soft_qp& qp, const send_wr& wr, wc_status& status) {
+struct request {
+  frame head;                          ///< header and fixed fields
+  std::span<const std::uint8_t> data;  ///< the message, in registered memory
+};
+
+/// The request of `wr`. Its data is read from where it lies, so the caller
+/// holds the MR table's shared lock until the request is written. LOC_PROT_ERR
+/// in `status` when the local buffer is not registered for the operation.
+request request_of(mr_table& t, const soft_qp& qp, const send_wr& wr, wc_status& status) {
   const request_layout l = layout_of(wr);
-  mr_table& t = table();
-  const std::shared_lock lock(t.mutex);
-  const std::uint8_t* data = nullptr;
+  const std::uint8_t* local = nullptr;
   if (wr.local.length > 0) {
     const int need = wr.opcode == wr_opcode::rdma_read ? access::local_write : 0;
-    data = within(find(t.by_lkey, wr.local.lkey), qp.pd, wr.local.addr, wr.local.length, need);
-    if (data == nullptr) {
+    local = within(find(t.by_lkey, wr.local.lkey), qp.pd, wr.local.addr, wr.local.length, need);
+    if (local == nullptr) {
       status = wc_status::loc_prot_err;
       return {};
     }
   }
   const std::size_t data_len = l.carries_data ? wr.local.length : 0;
-  return make_frame(l.type, l.fixed.data(), l.fixed_len, data, data_len);
+  return {make_head(l.type, l.fixed.data(), l.fixed_len, data_len), {local, data_len}};
 }
 
 outstanding describe(const send_wr& wr) noexcept {
@@ -253,12 +256,12 @@ outstanding describe(const send_wr& wr) noexcept {
 /// A request the responder cannot execute: NAK to the requester, and this QP
 /// goes to error so nothing the requester posted later takes effect here.
 verdict refuse(soft_qp& qp, wc_status status) {
-  qp.link(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)));
+  qp.link(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {});
   flush_all(qp);
   return verdict::done;
 }
 
-void acknowledge(soft_qp& qp) { qp.link(small_frame(frame_type::ack, 1)); }
+void acknowledge(soft_qp& qp) { qp.link(small_frame(frame_type::ack, 1), {}); }
 
 bool has_recv(soft_qp& qp) {
   if (qp.srq == nullptr) return !qp.rq.empty();
@@ -344,7 +347,7 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
     src = within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_read);
     if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
   }
-  qp.link(make_frame(frame_type::read_resp, nullptr, 0, src, len));
+  qp.link(make_head(frame_type::read_resp, nullptr, 0, len), {src, len});
   return verdict::done;
 }
 
@@ -610,14 +613,16 @@ std::error_code post_send(soft_qp& qp, const send_wr& wr) {
     qp.sq.push_back(o);
     return {};
   }
-  frame f = request_frame(qp, wr, o.local_error);
+  mr_table& t = table();
+  const std::shared_lock mrs(t.mutex);  // the data is read from the MR while it is written
+  request r = request_of(t, qp, wr, o.local_error);
   qp.sq.push_back(o);
   if (o.local_error != wc_status::success) {
     qp.halted = true;
     retire_local_errors(qp);
     return {};
   }
-  qp.link(std::move(f));
+  qp.link(std::move(r.head), r.data);
   return {};
 }
 
@@ -643,7 +648,8 @@ std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr) {
 
 // ---- QP state ----------------------------------------------------------------------------
 
-void make_ready(soft_qp& qp, std::function<void(frame)> link, std::function<void()> progress) {
+void make_ready(soft_qp& qp, std::function<void(frame, std::span<const std::uint8_t>)> link,
+                std::function<void()> progress) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state != qp_state::reset) return;
   qp.link = std::move(link);
@@ -673,6 +679,24 @@ verdict on_frame(soft_qp& qp, frame_type type, std::span<const std::uint8_t> pay
   // what reaches a QP in error).
   if (qp.state != qp_state::ready) return verdict::done;
   return execute(qp, type, payload);
+}
+
+bool executes_requests(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  return qp.state == qp_state::ready;
+}
+
+std::shared_lock<std::shared_mutex> lock_memory() { return std::shared_lock(table().mutex); }
+
+std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
+                                std::size_t len) {
+  mr_table& t = table();
+  return within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_write);
+}
+
+void write_placed(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::ready) acknowledge(qp);
 }
 
 void rnr_exhausted(soft_qp& qp) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -81,8 +82,10 @@ struct soft_qp {
 
   std::mutex mutex;
   qp_state state = qp_state::reset;
-  /// Writes a frame to the link, in order with every frame written before.
-  std::function<void(soft_wire::frame)> link;
+  /// Writes a frame, then `tail` (the rest of its payload, read where it
+  /// lies: registered memory the caller holds the MR table's lock over), to
+  /// the link, in order with every frame written before.
+  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> link;
   /// Moves the link's received frames on the calling thread (a CQ poll).
   std::function<void()> progress;
   std::deque<outstanding> sq;
@@ -92,9 +95,9 @@ struct soft_qp {
 
 /// Registers with a random rkey and lkey in the process-wide table.
 result<mr*> register_mr(soft_pd* pd, void* addr, std::size_t length, int access);
-std::error_code deregister_mr(mr* m) noexcept;
-std::uint32_t lkey_of(const mr* m) noexcept;
-std::uint32_t rkey_of(const mr* m) noexcept;
+std::error_code deregister_mr(mr* h) noexcept;
+std::uint32_t lkey_of(const mr* h) noexcept;
+std::uint32_t rkey_of(const mr* h) noexcept;
 
 std::size_t poll(soft_cq& cq, std::span<work_completion> out);
 void arm(soft_cq& cq) noexcept;
@@ -111,7 +114,8 @@ void detach(const std::shared_ptr<soft_qp>& qp);
 
 /// The connection is up: `link` carries the QP's frames from now on, and
 /// `progress` moves what arrives.
-void make_ready(soft_qp& qp, std::function<void(soft_wire::frame)> link,
+void make_ready(soft_qp& qp,
+                std::function<void(soft_wire::frame, std::span<const std::uint8_t>)> link,
                 std::function<void()> progress);
 /// Disconnect or a dead link: every outstanding WR completes with
 /// WR_FLUSH_ERR, later posts too (verbs' error state).
@@ -122,6 +126,21 @@ void destroy(soft_qp& qp);
 /// A data frame from the peer (progress thread). Requests are executed,
 /// responses retire the send queue.
 verdict on_frame(soft_qp& qp, soft_wire::frame_type type, std::span<const std::uint8_t> payload);
+/// For a receiver that reads a large WRITE's payload straight into the
+/// target: whether the QP executes requests now (checked before the memory
+/// lock is taken: QP, then memory, as everywhere).
+bool executes_requests(soft_qp& qp);
+/// Registered memory stays registered while this lock is held.
+std::shared_lock<std::shared_mutex> lock_memory();
+/// The bytes a WRITE to [addr, addr + len) under `rkey` may fill on this QP
+/// (every check of an ordinary WRITE), or nullptr: the frame then goes the
+/// ordinary way and is refused there. Call with lock_memory() held, and keep
+/// it while writing.
+std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
+                                std::size_t len);
+/// The payload is in place: acknowledge the WRITE.
+void write_placed(soft_qp& qp);
+
 /// The receive a SEND waits for did not come in time: RNR retry exceeded.
 void rnr_exhausted(soft_qp& qp);
 

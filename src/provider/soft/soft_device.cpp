@@ -62,7 +62,8 @@ void install_stubs(ibv_context& c) noexcept {
 
 }  // namespace
 
-soft_device::soft_device() : device_(new std::byte[sizeof(ibv_device) + device_tail]()) {
+soft_device::soft_device()
+    : device_(std::make_unique<std::byte[]>(sizeof(ibv_device) + device_tail)) {
   auto* dev = new (device_.get()) ibv_device{};
   dev->node_type = IBV_NODE_UNKNOWN;
   dev->transport_type = IBV_TRANSPORT_UNKNOWN;
@@ -77,7 +78,7 @@ soft_device::soft_device() : device_(new std::byte[sizeof(ibv_device) + device_t
       return;
     }
   }
-  own_.reset(new std::byte[sizeof(verbs_context)]());
+  own_ = std::make_unique<std::byte[]>(sizeof(verbs_context));
   auto* vctx = new (own_.get()) verbs_context{};
   context_ = &vctx->context;
   context_->device = dev;

@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -198,7 +200,8 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
-  int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
+  bool rx_large_writes = false;  ///< the last frame was a large WRITE
+  int rx_error = 0;              ///< the link failed (errno); the progress thread acts on it
 
   // The link's sending side, for any thread: application threads write their
   // requests straight to the socket when nothing is queued (no hop through
@@ -369,21 +372,27 @@ void link_failed(const id_ptr& id, int err) {
   close_link(id);
 }
 
-/// Writes what it can of `first` then `second` without blocking, in one
-/// call; the number of bytes written (a hard error writes nothing more: the
+using byte_span = std::span<const std::uint8_t>;
+
+/// Writes what it can of `parts`, in order, without blocking, in one call;
+/// the number of bytes written (a hard error writes nothing more: the
 /// progress thread's write reports it).
-std::size_t send_now(int fd, const frame& first, const frame& second) noexcept {
-  const std::size_t total = first.size() + second.size();
+std::size_t send_now(int fd, const std::array<byte_span, 3>& parts) noexcept {
+  std::size_t total = 0;
+  for (const byte_span& p : parts) total += p.size();
   std::size_t done = 0;
   while (done < total) {
-    std::array<iovec, 2> iov{};
+    std::array<iovec, 3> iov{};
     std::size_t count = 0;
-    if (done < first.size())
-      iov[count++] = {const_cast<std::uint8_t*>(first.data()) + done, first.size() - done};
-    const std::size_t into_second = done > first.size() ? done - first.size() : 0;
-    if (!second.empty())
-      iov[count++] = {const_cast<std::uint8_t*>(second.data()) + into_second,
-                      second.size() - into_second};
+    std::size_t skip = done;
+    for (const byte_span& p : parts) {
+      if (skip >= p.size()) {
+        skip -= p.size();
+        continue;
+      }
+      iov[count++] = {const_cast<std::uint8_t*>(p.data() + skip), p.size() - skip};
+      skip = 0;
+    }
     msghdr message{};
     message.msg_iov = iov.data();
     message.msg_iovlen = count;
@@ -427,25 +436,36 @@ frame take_acks(soft_id& id) {
   return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
 }
 
-/// Puts `first` then `second` (either may be empty) on the wire after every
+/// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
 /// frame before them: written at once when nothing is queued, else queued
-/// for the progress thread. Called with `lock` (tx_mutex) held; may release it.
-void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first, frame second) {
-  if (id->writing || !id->out.empty()) {
-    if (!first.empty()) enqueue(*id, std::move(first));
-    if (!second.empty()) enqueue(*id, std::move(second));
-    return;
+/// for the progress thread (what is queued of `tail` is copied: it is only
+/// borrowed). Called with `lock` (tx_mutex) held; may release it.
+void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, frame f,
+              byte_span tail = {}) {
+  std::size_t sent = 0;
+  if (!id->writing && id->out.empty()) {
+    sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
+    if (sent == acks.size() + f.size() + tail.size()) return;
   }
-  const std::size_t sent = send_now(id->tx_fd, first, second);
-  if (sent == first.size() + second.size()) return;
-  if (sent < first.size()) {
-    id->out_offset = sent;
-    id->out.push_back(std::move(first));
-    if (!second.empty()) id->out.push_back(std::move(second));
-  } else {
-    id->out_offset = sent - first.size();
-    id->out.push_back(std::move(second));
+  const bool start = !id->writing && id->out.empty();
+  // Whatever is left, in order; the first piece may be partly written.
+  std::array<frame*, 2> pieces{&acks, &f};
+  for (frame* piece : pieces) {
+    if (sent >= piece->size()) {
+      sent -= piece->size();
+      continue;
+    }
+    if (piece == &f && !tail.empty()) piece->insert(piece->end(), tail.begin(), tail.end());
+    tail = {};
+    if (start && id->out.empty()) id->out_offset = sent;
+    sent = 0;
+    enqueue(*id, std::move(*piece));
   }
+  if (!tail.empty()) {
+    if (start && id->out.empty()) id->out_offset = sent;
+    id->out.emplace_back(tail.begin(), tail.end());
+  }
+  if (!start) return;
   id->writing = true;
   lock.unlock();
   asio::post(*id->io, [id] { write_next(id); });
@@ -455,14 +475,14 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame first,
 /// sent before; dropped when the link is not open or is half-closed. An ACK
 /// is only counted: it rides along with the next frame (a reply usually
 /// follows at once) or goes out at the next flush_acks.
-void send_frame(const id_ptr& id, frame f) {
+void send_frame(const id_ptr& id, frame f, byte_span tail = {}) {
   std::unique_lock lock(id->tx_mutex);
   if (id->tx_fd < 0 || id->tx_sealed) return;
   if (is_ack(f)) {
     id->ack_pending += get_u32(f.data() + header_size);
     return;
   }
-  transmit(id, lock, take_acks(*id), std::move(f));
+  transmit(id, lock, take_acks(*id), std::move(f), tail);
 }
 
 /// Sends the acknowledgements still pending, alone.
@@ -529,7 +549,7 @@ void write_next(const id_ptr& id) {
     id->writing = true;
     id->in_flight = std::min<std::size_t>(id->out.size(), 64);
     for (std::size_t i = 0; i < id->in_flight; ++i)
-      buffers.push_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
+      buffers.emplace_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
   }
   asio::async_write(*id->socket, buffers,
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
@@ -573,9 +593,9 @@ void open_tx(soft_id& id) {
 }
 
 /// How a QP writes its frames: through the id's link while the id lives.
-std::function<void(frame)> link_of(const id_ptr& id) {
-  return [weak = std::weak_ptr<soft_id>(id)](frame f) {
-    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f));
+std::function<void(frame, byte_span)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail);
   };
 }
 
@@ -626,14 +646,15 @@ enum class fill_result : std::uint8_t { data, would_block, failed };
 
 /// Reads what the socket has without blocking. A closed stream or an error
 /// is remembered in rx_error (an application thread cannot act on it).
-fill_result fill(soft_id& id, std::size_t frame_size) {
+fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
   make_room(id, frame_size);
   ssize_t n = 0;
   {
     // The descriptor stays open during the call (close_link takes the lock).
     const std::lock_guard lock(id.tx_mutex);
     if (id.tx_fd < 0) return fill_result::would_block;
-    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, id.rx.size() - id.rx_end, MSG_DONTWAIT);
+    const std::size_t want = std::min(id.rx.size() - id.rx_end, limit);
+    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
   }
   if (n > 0) {
     id.rx_end += static_cast<std::size_t>(n);
@@ -667,6 +688,68 @@ rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::ui
   return rx_next::hand_over;
 }
 
+/// WRITEs this large have their payload read straight into the target MR
+/// when it is all in the socket already: one copy (the kernel's), as a NIC.
+constexpr std::size_t direct_min = std::size_t{16} << 10;
+
+bool large_write(const frame_header& h) noexcept {
+  return h.type == frame_type::write && h.length >= direct_min;
+}
+
+/// Reads `n` bytes the socket holds into `dst`; false (rx_error set) if it
+/// does not deliver them.
+bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
+  const std::lock_guard lock(id.tx_mutex);
+  std::size_t got = 0;
+  while (got < n && id.tx_fd >= 0) {
+    const ssize_t r = ::recv(id.tx_fd, dst + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else {
+      id.rx_error = r == 0 ? ECONNRESET : (errno == EAGAIN ? EIO : errno);
+      return false;
+    }
+  }
+  return got == n;
+}
+
+std::size_t socket_holds(soft_id& id) {
+  const std::lock_guard lock(id.tx_mutex);
+  int n = 0;
+  return id.tx_fd >= 0 && ::ioctl(id.tx_fd, FIONREAD, &n) == 0 && n > 0
+             ? static_cast<std::size_t>(n)
+             : 0;
+}
+
+/// A large WRITE whose header and target are buffered (nothing after it)
+/// and whose payload is in the socket: placed without going through the
+/// buffer. False when it is not eligible (the ordinary path then buffers it,
+/// and refuses it if it must).
+bool place_directly(const id_ptr& id, std::uint32_t length) {
+  const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
+  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
+  const std::size_t data_len = length - remote_size;
+  if (socket_holds(*id) < data_len - buffered || !id->stalled.empty()) return false;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established || !id->qp) return false;
+    qp = id->qp;
+  }
+  if (!soft_dp::executes_requests(*qp)) return false;
+  auto memory = soft_dp::lock_memory();
+  std::uint8_t* dst = soft_dp::write_destination(*qp, get_u32(fixed), get_u64(fixed + 4), data_len);
+  if (dst == nullptr) return false;
+  std::memcpy(dst, fixed + remote_size, buffered);
+  const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
+  memory.unlock();
+  id->rx_begin = id->rx_end = 0;
+  if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
+  return true;
+}
+
 /// The progress thread acts on a failure, wherever it was seen.
 bool failed_link(const id_ptr& id, rx_mode mode) {
   if (id->rx_error == 0) return false;
@@ -692,6 +775,15 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         continue;
       }
       need = header_size + h->length;
+      if (avail < need && large_write(*h)) {
+        // Read no further than the target, then the payload goes where it belongs.
+        if (avail < header_size + remote_size) {
+          if (fill(*id, need, header_size + remote_size - avail) == fill_result::would_block)
+            return rx_next::more;
+          continue;
+        }
+        if (place_directly(id, h->length)) continue;
+      }
       if (avail >= need) {
         const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
                                                     h->length);
@@ -701,11 +793,17 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         if (next == rx_next::hand_over) return next;
         id->rx_begin += need;
         if (id->rx_begin == id->rx_end) id->rx_begin = id->rx_end = 0;
+        id->rx_large_writes = large_write(*h);
         if (next == rx_next::stop) return next;
         continue;
       }
     }
-    if (fill(*id, need) == fill_result::would_block) return rx_next::more;
+    // After a large WRITE the next frame is likely one too: read its header
+    // and target alone, so its payload can go straight to the MR.
+    const bool header_first = id->rx_large_writes && avail < header_size;
+    const std::size_t limit =
+        header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
+    if (fill(*id, need, limit) == fill_result::would_block) return rx_next::more;
   }
 }
 
@@ -737,7 +835,13 @@ void pump(const id_ptr& id) {
 /// it cannot finish goes to the progress thread.
 void pump_from_application(const id_ptr& id) {
   std::unique_lock lock(id->rx_mutex, std::try_to_lock);
-  if (!lock.owns_lock() || id->reading_paused) return;  // the progress thread is at it
+  if (!lock.owns_lock()) {
+    // The progress thread is at it: let it finish (a spinning poller could
+    // otherwise keep it from the CPU it needs to release the receiver).
+    std::this_thread::yield();
+    return;
+  }
+  if (id->reading_paused) return;
   // What the last poll executed and no reply carried is acknowledged now.
   flush_acks(id);
   const rx_next next = pump_locked(id, rx_mode::application);
@@ -836,71 +940,75 @@ rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t>
   return rx_next::more;
 }
 
-/// One complete, well-formed frame arrived on an id's link (progress thread).
-rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
-  if (is_data(type)) return on_data(id, type, payload);
-  const std::uint8_t* body = payload.data();
-  const std::size_t size = payload.size();
+/// What a connection-manager frame did to its id.
+struct cm_outcome {
   bool valid = true;
   bool half_close = false;
   bool keep_reading = true;
+};
+
+/// Applies a CM frame to the id's state. Called with the id's mutex held.
+cm_outcome apply_cm_frame_locked(const id_ptr& id, frame_type type,
+                                 std::span<const std::uint8_t> payload) {
+  const std::uint8_t* body = payload.data();
+  const std::size_t size = payload.size();
+  cm_outcome out;
+  switch (type) {
+    case frame_type::rep:
+      if (id->state != conn_state::req_sent) return {.valid = false};
+      id->state = conn_state::established;
+      // RTU goes out before the application can post anything after it.
+      send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
+      qp_ready_locked(id);
+      id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
+                      size - conn_fixed_size);
+      break;
+    case frame_type::rej:
+      if (id->state != conn_state::req_sent) return {.valid = false};
+      id->state = conn_state::closed;
+      id->push_locked(cm_event_type::rejected, get_u16(body), body + rej_fixed_size,
+                      size - rej_fixed_size);
+      out.keep_reading = false;
+      break;
+    case frame_type::rtu:
+      if (id->state != conn_state::rep_sent) return {.valid = false};
+      id->state = conn_state::established;
+      qp_ready_locked(id);
+      id->push_locked(cm_event_type::established);
+      break;
+    case frame_type::dreq:
+      if (id->state == conn_state::established) {
+        id->state = conn_state::disconnected;
+        flush_qp_locked(*id);
+        id->push_locked(cm_event_type::disconnected);
+        id->push_locked(cm_event_type::timewait_exit);
+        out.half_close = true;
+      } else if (id->state != conn_state::disconnected) {
+        out.valid = false;  // a disconnect crossing ours is fine, any other is not
+      }
+      break;
+    default: out.valid = false; break;  // REQ: only as the first frame of a link
+  }
+  return out;
+}
+
+/// One complete, well-formed frame arrived on an id's link (progress thread).
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (is_data(type)) return on_data(id, type, payload);
+  cm_outcome out;
   {
     const std::lock_guard lock(id->mutex);
-    switch (type) {
-      case frame_type::rep:
-        if (id->state != conn_state::req_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::established;
-        // RTU goes out before the application can post anything after it.
-        send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
-        qp_ready_locked(id);
-        id->push_locked(cm_event_type::established, 0, body + conn_fixed_size,
-                        size - conn_fixed_size);
-        break;
-      case frame_type::rej:
-        if (id->state != conn_state::req_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::closed;
-        id->push_locked(cm_event_type::rejected, get_u16(body), body + rej_fixed_size,
-                        size - rej_fixed_size);
-        keep_reading = false;
-        break;
-      case frame_type::rtu:
-        if (id->state != conn_state::rep_sent) {
-          valid = false;
-          break;
-        }
-        id->state = conn_state::established;
-        qp_ready_locked(id);
-        id->push_locked(cm_event_type::established);
-        break;
-      case frame_type::dreq:
-        if (id->state == conn_state::established) {
-          id->state = conn_state::disconnected;
-          flush_qp_locked(*id);
-          id->push_locked(cm_event_type::disconnected);
-          id->push_locked(cm_event_type::timewait_exit);
-          half_close = true;
-        } else if (id->state != conn_state::disconnected) {
-          valid = false;  // a disconnect crossing ours is fine, any other is not
-        }
-        break;
-      default: valid = false; break;  // REQ: only as the first frame of a link
-    }
+    out = apply_cm_frame_locked(id, type, payload);
   }
-  if (!valid) {
+  if (!out.valid) {
     link_failed(id, EPROTO);
     return rx_next::stop;
   }
-  if (!keep_reading) {
+  if (!out.keep_reading) {
     close_link(id);
     return rx_next::stop;
   }
-  if (half_close) finish_link(id, false);
+  if (out.half_close) finish_link(id, false);
   return rx_next::more;
 }
 

@@ -142,4 +142,13 @@ inline frame make_frame(frame_type type, const std::uint8_t* fixed, std::size_t 
   return out;
 }
 
+/// A frame's header and fixed fields, its length counting `data_len` bytes
+/// the sender writes straight after them from where they lie.
+inline frame make_head(frame_type type, const std::uint8_t* fixed, std::size_t fixed_len,
+                       std::size_t data_len) {
+  frame out = make_frame(type, fixed, fixed_len, nullptr, 0);
+  put_u32(out.data() + 8, static_cast<std::uint32_t>(fixed_len + data_len));
+  return out;
+}
+
 }  // namespace arpma::provider::soft_wire

@@ -298,8 +298,10 @@ std::error_code verbs_provider::create_qp(cm_id* id, pd* p, const qp_config& con
   attr.comp_mask = IBV_QP_INIT_ATTR_PD;
   attr.pd = native(p);
   attr.srq = reinterpret_cast<ibv_srq*>(config.shared_rq);
-  // Atomic write needs the extended send ops; devices without it refuse the
-  // flag, and then the QP is made as before.
+  // Atomic write needs the extended send ops, asked for only where the
+  // device has it; a device that still refuses gets the QP made as before.
+  if (!caps(native(id)->verbs).native_atomic_write)
+    return rdma_create_qp_ex(native(id), &attr) != 0 ? last_error() : std::error_code{};
   ibv_qp_init_attr_ex with_ops = attr;
   with_ops.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   with_ops.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
@@ -352,12 +354,22 @@ std::error_code post_inline_write(ibv_qp* qp, const send_wr& wr) noexcept {
   return from_status(ibv_post_send(qp, &native_wr, &bad));
 }
 
-// Native ATOMIC_WRITE needs a QP created with IBV_QP_EX_WITH_ATOMIC_WRITE in
-// its send_ops_flags (rdma_create_qp_ex); ours are plain RC QPs (rxe then
-// fails the work request with LOC_QP_OP_ERR), so the inline write it is,
-// and caps() says so.
+// The kernel's capability bit for atomic write (IB_UVERBS_DEVICE_ATOMIC_WRITE,
+// Linux 6.2 UAPI), which rdma-core 44's headers do not name yet. A device
+// without it accepts the QP flag but fails the operation (rdma_rxe on 6.1:
+// LOC_QP_OP_ERR), so the bit is what decides.
+constexpr std::uint64_t device_atomic_write = std::uint64_t{1} << 40;
+
+// ATOMIC_WRITE exists only as an ibv_qp_ex operation.
+// (The QP is created with IBV_QP_EX_WITH_ATOMIC_WRITE where the device has it.)
 std::error_code post_atomic_write(ibv_qp* qp, const send_wr& wr) noexcept {
-  return post_inline_write(qp, wr);
+  ibv_qp_ex* qpx = ibv_qp_to_qp_ex(qp);
+  if (qpx == nullptr || qpx->wr_atomic_write == nullptr) return post_inline_write(qp, wr);
+  ibv_wr_start(qpx);
+  qpx->wr_id = wr.wr_id;
+  qpx->wr_flags = wr.signaled ? IBV_SEND_SIGNALED : 0;
+  ibv_wr_atomic_write(qpx, wr.rkey, wr.remote_addr, wr.atomic_value.data());
+  return from_status(ibv_wr_complete(qpx));
 }
 
 work_completion translate(const ibv_wc& wc) noexcept {
@@ -375,10 +387,21 @@ work_completion translate(const ibv_wc& wc) noexcept {
 
 }  // namespace
 
-device_caps verbs_provider::caps(const device* /*dev*/) const noexcept {
-  // rdma-core 44 has no flush verb, and no device capability bit for atomic
-  // write: post_send tells (EOPNOTSUPP) when the QP cannot do it.
-  return {};
+device_caps verbs_provider::caps(const device* dev) const noexcept {
+  if (dev == nullptr) return {};
+  const std::lock_guard lock(caps_mutex_);
+  if (const auto it = caps_.find(dev); it != caps_.end()) return it->second;
+  device_caps found;
+  ibv_device_attr_ex attr{};
+  if (ibv_query_device_ex(const_cast<device*>(dev), nullptr, &attr) == 0)
+    found.native_atomic_write = (attr.device_cap_flags_ex & device_atomic_write) != 0;
+  // rdma-core 44 has no flush verb, whatever the device can do.
+  try {
+    caps_.emplace(dev, found);
+  } catch (const std::bad_alloc&) {
+    // asked again next time
+  }
+  return found;
 }
 
 result<mr*> verbs_provider::reg_mr(pd* p, void* addr, std::size_t length, int access) {
@@ -400,7 +423,11 @@ std::error_code verbs_provider::post_send(cm_id* id, const send_wr& wr) {
   if (qp == nullptr) return std::make_error_code(std::errc::invalid_argument);
   if (wr.opcode == wr_opcode::flush)
     return std::make_error_code(std::errc::operation_not_supported);
-  if (wr.opcode == wr_opcode::atomic_write) return post_atomic_write(qp, wr);
+  if (wr.opcode == wr_opcode::atomic_write) {
+    // Without the device capability (rxe on Linux 6.1), librpma's fallback.
+    if (!caps(qp->context).native_atomic_write) return post_inline_write(qp, wr);
+    return post_atomic_write(qp, wr);
+  }
   ibv_sge sg = native_sge(wr.local);
   ibv_send_wr native_wr{};
   native_wr.wr_id = wr.wr_id;

@@ -4,6 +4,9 @@
 
 #include "provider/provider.hpp"
 
+#include <map>
+#include <mutex>
+
 namespace arpma::provider {
 
 class verbs_provider final : public provider {
@@ -56,6 +59,11 @@ class verbs_provider final : public provider {
   result<srq*> create_srq(pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) override;
   std::error_code destroy_srq(srq* srq) noexcept override;
   std::error_code post_srq_recv(srq* srq, const recv_wr& wr) override;
+
+ private:
+  /// Device capabilities, queried once per device (post_send consults them).
+  mutable std::mutex caps_mutex_;
+  mutable std::map<const device*, device_caps> caps_;
 };
 
 }  // namespace arpma::provider
