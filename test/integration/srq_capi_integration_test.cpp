@@ -261,8 +261,15 @@ TEST_F(srq_capi, an_srq_without_rcq_completes_on_the_connection_cq) {
   EXPECT_EQ(wc.wr_id, 7U);
   EXPECT_EQ(wc.qp_num, srv_qp);
   EXPECT_STREQ(in.data(), "no rcq");
-  close(cl);
+  // Both ends on this thread: the server must read its DISCONNECTED (which
+  // answers the DREQ) before the client's own DISCONNECTED can come, as on
+  // rdma_cm over a real device.
+  EXPECT_EQ(rpma_conn_disconnect(cl), 0);
   ASSERT_EQ(rpma_conn_next_event(srv, &ev), 0);
+  EXPECT_EQ(ev, RPMA_CONN_CLOSED);
+  ASSERT_EQ(rpma_conn_next_event(cl, &ev), 0);
+  EXPECT_EQ(ev, RPMA_CONN_CLOSED);
+  EXPECT_EQ(rpma_conn_delete(&cl), 0);
   EXPECT_EQ(rpma_conn_delete(&srv), 0);
   EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
   EXPECT_EQ(rpma_conn_cfg_delete(&scfg2), 0);
