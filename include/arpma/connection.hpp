@@ -275,6 +275,25 @@ class connection {
     return initiate(op, std::forward<CompletionToken>(token));
   }
 
+  // ---- posting without waiting (completions through completion_queue()) ----
+  /// Post one work request with `wr_id` and return; its completion (if
+  /// `signaled`, or on error) is the program's to poll from completion_queue().
+  std::error_code post_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
+                             std::size_t src_offset, std::size_t len, std::uint64_t wr_id,
+                             bool signaled = true);
+  std::error_code post_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
+                            std::size_t src_offset, std::size_t len, std::uint64_t wr_id,
+                            bool signaled = true);
+  std::error_code post_send(const local_mr& src, std::size_t offset, std::size_t len,
+                            std::uint64_t wr_id, bool signaled = true);
+  std::error_code post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                            std::uint64_t wr_id);
+
+  /// The CQ (or, with `receive`, the receive CQ; empty when there is none)
+  /// for programs that poll completions themselves (include arpma/cq.hpp).
+  /// Use it instead of the async_* operations on this connection, not with.
+  [[nodiscard]] class cq completion_queue(bool receive = false) const noexcept;
+
   /// Busy polling: after each wake-up or post, poll the CQ for up to
   /// `budget` (on the loop's thread, between other handlers) before sleeping
   /// on the completion channel again. Zero (the default): fd mode only.

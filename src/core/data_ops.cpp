@@ -25,8 +25,10 @@ completion to_completion(const provider::work_completion& wc) {
   return out;
 }
 
-std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id) {
-  const post_options opts{true, wr_id};
+}  // namespace
+
+std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id, bool signaled) {
+  const post_options opts{signaled, wr_id};
   using k = data_op::kind;
   const remote_mr* remote = op.remote ? &*op.remote : nullptr;
   switch (op.what) {
@@ -57,6 +59,8 @@ std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id) {
   return make_error_code(errc::invalid_argument);
 }
 
+namespace {
+
 // Posted once; completes from its work completion. A cancellation only
 // marks it: the buffer is the provider's until the completion comes back.
 class data_op_wait final : public parked_op<data_op_wait, completion>, public wc_waiter {
@@ -68,7 +72,7 @@ class data_op_wait final : public parked_op<data_op_wait, completion>, public wc
     park(asio::cancellation_type::terminal | asio::cancellation_type::partial);
     auto& dispatcher = st.completions(executor());
     const auto wr_id = dispatcher.add(std::weak_ptr<wc_waiter>(shared_from_this()));
-    if (auto ec = post(st, op, wr_id)) {
+    if (auto ec = post(st, op, wr_id, true)) {
       dispatcher.remove(wr_id);
       return complete(ec, completion{});
     }
@@ -103,6 +107,62 @@ cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
 }
 
 }  // namespace detail
+
+namespace {
+
+std::error_code post_now(detail::conn_state* state, const detail::data_op& op, std::uint64_t wr_id,
+                         bool signaled) {
+  if (state == nullptr || !state->has_qp) return make_error_code(errc::invalid_argument);
+  return detail::post(*state, op, wr_id, signaled);
+}
+
+}  // namespace
+
+std::error_code connection::post_write(const remote_mr& dst, std::size_t dst_offset,
+                                       const local_mr& src, std::size_t src_offset, std::size_t len,
+                                       std::uint64_t wr_id, bool signaled) {
+  detail::data_op op;
+  op.what = detail::data_op::kind::write;
+  op.local = src.state();
+  op.local_offset = src_offset;
+  op.remote = dst;
+  op.remote_offset = dst_offset;
+  op.len = len;
+  return post_now(state_.get(), op, wr_id, signaled);
+}
+
+std::error_code connection::post_read(const local_mr& dst, std::size_t dst_offset,
+                                      const remote_mr& src, std::size_t src_offset, std::size_t len,
+                                      std::uint64_t wr_id, bool signaled) {
+  detail::data_op op;
+  op.what = detail::data_op::kind::read;
+  op.local = dst.state();
+  op.local_offset = dst_offset;
+  op.remote = src;
+  op.remote_offset = src_offset;
+  op.len = len;
+  return post_now(state_.get(), op, wr_id, signaled);
+}
+
+std::error_code connection::post_send(const local_mr& src, std::size_t offset, std::size_t len,
+                                      std::uint64_t wr_id, bool signaled) {
+  detail::data_op op;
+  op.what = detail::data_op::kind::send;
+  op.local = src.state();
+  op.local_offset = offset;
+  op.len = len;
+  return post_now(state_.get(), op, wr_id, signaled);
+}
+
+std::error_code connection::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                                      std::uint64_t wr_id) {
+  detail::data_op op;
+  op.what = detail::data_op::kind::recv;
+  op.local = dst.state();
+  op.local_offset = offset;
+  op.len = len;
+  return post_now(state_.get(), op, wr_id, true);
+}
 
 void connection::set_busy_poll(std::chrono::microseconds budget) noexcept {
   if (!state_ || !state_->attached) return;

@@ -1,0 +1,62 @@
+// arpma::cq: a connection's completion queue, for programs that take their
+// completions themselves instead of through connection::async_* operations.
+#pragma once
+
+#include "arpma/error.hpp"
+#include "arpma/result.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <span>
+
+namespace arpma {
+
+namespace detail {
+struct conn_state;
+using wait_handler = boost::asio::any_completion_handler<void(error_code)>;
+void start_cq_wait(conn_state* state, bool receive, wait_handler handler);
+}  // namespace detail
+
+/// A view of a connection's CQ or receive CQ (connection::completion_queue).
+/// Use either this or the connection's async_* data-path operations on one
+/// connection, not both: each takes the completions it polls.
+class cq {
+ public:
+  cq() noexcept = default;
+  cq(detail::conn_state* state, bool receive) noexcept : state_(state), receive_(receive) {}
+
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+  /// Completes when the CQ's completion channel fires; the event is
+  /// acknowledged and the CQ re-armed first, so poll() until it returns 0
+  /// before waiting again. A wake-up may find nothing to poll (as with
+  /// rpma_cq_wait).
+  ///
+  /// Completion signature: `void(arpma::error_code)`. Errors:
+  /// errc::invalid_argument (empty view, no such CQ), errc::shared_channel
+  /// (the CQs share one channel: not supported here, as rpma_cq_wait),
+  /// operation_aborted (cancellation of any type: nothing was consumed).
+  template <class CompletionToken>
+  auto async_wait(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+        [](auto handler, detail::conn_state* state, bool receive) {
+          detail::wait_handler h(std::move(handler));
+          detail::start_cq_wait(state, receive, std::move(h));
+        },
+        token, state_, receive_);
+  }
+
+  /// Moves up to out.size() completions into `out` (ibv_poll_cq); how many.
+  /// Errors: errc::invalid_argument, the provider's.
+  [[nodiscard]] result<std::size_t> poll(std::span<ibv_wc> out);
+
+ private:
+  detail::conn_state* state_ = nullptr;
+  bool receive_ = false;
+};
+
+}  // namespace arpma

@@ -1,0 +1,131 @@
+// arpma::cq: waiting on a completion channel from the loop, and polling.
+#include "arpma/cq.hpp"
+
+#include "arpma/connection.hpp"
+#include "core/conn_state.hpp"
+#include "core/log_internal.hpp"
+#include "core/parked_op.hpp"
+
+#include <arpa/inet.h>
+#include <poll.h>
+
+#include <array>
+#include <optional>
+
+namespace arpma {
+namespace detail {
+namespace {
+
+const cq_state* queue_of(const conn_state* state, bool receive) {
+  if (state == nullptr) return nullptr;
+  const auto& q = receive ? state->rcq : state->cq;
+  return q.cq != nullptr ? &q : nullptr;
+}
+
+bool readable(int fd) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+// Waits on the CQ's own channel fd; takes every event there, acknowledges
+// it and re-arms, then completes.
+class cq_wait final : public parked_op<cq_wait> {
+ public:
+  cq_wait(asio::any_io_executor ex, wait_handler handler, conn_state& state, const cq_state& q)
+      : parked_op(std::move(ex), std::move(handler)), state_(state), queue_(q) {}
+
+  void start() {
+    constexpr auto any = asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                         asio::cancellation_type::total;
+    park(any);
+    const int fd = state_.prov().comp_channel_fd(queue_.own_channel);
+    if (readable(fd)) {
+      asio::post(executor(), [self = shared_from_this()] { self->take(); });
+      return;
+    }
+    fd_.emplace(executor(), fd);
+    fd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                    [self = shared_from_this()](const std::error_code& ec) {
+                      if (!ec) self->take();
+                    });
+  }
+
+  void cancelled() {
+    release();
+    complete(aborted());
+  }
+
+ private:
+  void take() {
+    if (done()) return;
+    release();
+    auto& p = state_.prov();
+    const int fd = p.comp_channel_fd(queue_.own_channel);
+    while (readable(fd)) {
+      auto fired = p.get_cq_event(queue_.own_channel);
+      if (!fired) break;
+      p.ack_cq_events(fired.value(), 1);
+    }
+    if (auto ec = p.req_notify_cq(queue_.cq, false)) {
+      ARPMA_LOG_FAILURE("re-arm cq", ec);
+      return complete(ec);
+    }
+    complete({});
+  }
+
+  void release() noexcept {
+    if (!fd_) return;
+    fd_->release();  // the provider owns the fd
+    fd_.reset();
+  }
+
+  conn_state& state_;
+  const cq_state& queue_;
+  std::optional<asio::posix::stream_descriptor> fd_;
+};
+
+}  // namespace
+
+void start_cq_wait(conn_state* state, bool receive, wait_handler handler) {
+  const auto* q = queue_of(state, receive);
+  if (q == nullptr || !state->attached)
+    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
+  if (state->shared_channel != nullptr)
+    return fail_at_once(std::move(handler), make_error_code(errc::shared_channel));
+  std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), *state, *q)->start();
+}
+
+}  // namespace detail
+
+result<std::size_t> cq::poll(std::span<ibv_wc> out) {
+  const auto* q = detail::queue_of(state_, receive_);
+  if (q == nullptr) return make_error_code(errc::invalid_argument);
+  std::array<provider::work_completion, 16> batch{};
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const auto want = std::min(batch.size(), out.size() - got);
+    auto polled = state_->prov().poll_cq(q->cq, std::span(batch.data(), want));
+    if (!polled) return polled.error();
+    for (std::size_t i = 0; i < polled.value(); ++i) {
+      const auto& wc = batch[i];
+      ibv_wc& o = out[got++];
+      o = ibv_wc{};
+      o.wr_id = wc.wr_id;
+      o.status = static_cast<ibv_wc_status>(wc.status);
+      o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
+      o.vendor_err = wc.vendor_err;
+      o.byte_len = wc.byte_len;
+      o.imm_data = htonl(wc.imm_data);
+      o.qp_num = wc.qp_num;
+      o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
+    }
+    if (polled.value() < want) break;
+  }
+  return got;
+}
+
+cq connection::completion_queue(bool receive) const noexcept {
+  return detail::queue_of(state_.get(), receive) != nullptr ? cq(state_.get(), receive) : cq();
+}
+
+}  // namespace arpma

@@ -1,0 +1,155 @@
+// arpma::cq: posting without waiting and taking completions oneself, on the
+// provider the environment chooses.
+#include "arpma/cq.hpp"
+
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/peer.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string test_addr() {
+  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
+}
+
+class cq_integration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+    ASSERT_TRUE(dev);
+    peer.emplace(arpma::peer::create(dev.value()).value());
+    server_mr = arpma::local_mr::reg(*peer, server_memory.data(), server_memory.size(),
+                                     arpma::mr_usage::write_dst | arpma::mr_usage::recv)
+                    .value();
+    client_mr = arpma::local_mr::reg(*peer, client_memory.data(), client_memory.size(),
+                                     arpma::mr_usage::write_src | arpma::mr_usage::send)
+                    .value();
+  }
+
+  template <class Done>
+  void run_until(Done done) {
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < end) {
+      io.restart();
+      io.run_for(5ms);
+    }
+    ASSERT_TRUE(done()) << "timed out";
+  }
+
+  void connect(const arpma::conn_cfg& cfg = {}) {
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+    ASSERT_TRUE(ep);
+    endpoint = std::move(ep).value();
+    const auto desc = server_mr.descriptor();
+    endpoint.async_next_conn_req(cfg, [&](std::error_code ec, arpma::conn_req req) {
+      ASSERT_FALSE(ec);
+      req.async_connect(desc, [&](std::error_code, arpma::connection c) { server = std::move(c); });
+    });
+    arpma::async_conn_req_new(io.get_executor(), *peer, addr, std::to_string(endpoint.port()), cfg,
+                              [&](std::error_code ec, arpma::conn_req req) {
+                                ASSERT_FALSE(ec);
+                                req.async_connect({}, [&](std::error_code, arpma::connection c) {
+                                  client = std::move(c);
+                                });
+                              });
+    run_until([&] { return server && client; });
+    remote = arpma::remote_mr::from_descriptor(client.private_data()).value();
+  }
+
+  // Waits on `q` and polls until one completion comes.
+  ibv_wc next(arpma::cq q) {
+    for (int i = 0; i < 100; ++i) {
+      ibv_wc wc{};
+      auto got = q.poll(std::span(&wc, 1));
+      EXPECT_TRUE(got);
+      if (got && got.value() == 1) return wc;
+      bool woke = false;
+      q.async_wait([&](std::error_code ec) {
+        EXPECT_FALSE(ec) << ec.message();
+        woke = true;
+      });
+      run_until([&] { return woke; });
+    }
+    ADD_FAILURE() << "no completion";
+    return {};
+  }
+
+  std::string addr = test_addr();
+  std::optional<arpma::peer> peer;
+  asio::io_context io;
+  std::vector<char> server_memory = std::vector<char>(4096);
+  std::vector<char> client_memory = std::vector<char>(4096);
+  arpma::local_mr server_mr;
+  arpma::local_mr client_mr;
+  arpma::endpoint endpoint;
+  arpma::connection server;
+  arpma::connection client;
+  arpma::remote_mr remote;
+};
+
+TEST_F(cq_integration, posted_work_completes_on_the_cq_the_program_polls) {
+  connect();
+  std::memcpy(client_memory.data(), "raw cq", 7);
+  ASSERT_FALSE(client.post_write(remote, 16, client_mr, 0, 7, 11));
+  auto wc = next(client.completion_queue());
+  EXPECT_EQ(wc.wr_id, 11U);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+
+  ASSERT_FALSE(server.post_recv(server_mr, 1024, 64, 21));
+  ASSERT_FALSE(client.post_send(client_mr, 0, 7, 12));
+  EXPECT_EQ(next(client.completion_queue()).wr_id, 12U);
+  wc = next(server.completion_queue());
+  EXPECT_EQ(wc.wr_id, 21U);
+  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc.byte_len, 7U);
+  EXPECT_STREQ(server_memory.data() + 1024, "raw cq");
+  EXPECT_STREQ(server_memory.data() + 16, "raw cq");
+  EXPECT_FALSE(client.completion_queue(true)) << "no receive CQ without rcq_size";
+  EXPECT_EQ(client.post_write(remote, 4090, client_mr, 0, 8, 1), arpma::errc::invalid_argument);
+}
+
+TEST_F(cq_integration, a_shared_channel_and_cancellation) {
+  arpma::conn_cfg cfg;
+  cfg.shared_completion_channel = true;
+  connect(cfg);
+  std::optional<std::error_code> shared;
+  client.completion_queue().async_wait([&](std::error_code ec) { shared = ec; });
+  run_until([&] { return shared.has_value(); });
+  EXPECT_EQ(*shared, arpma::errc::shared_channel);
+
+  server = arpma::connection();
+  client = arpma::connection();
+  endpoint = arpma::endpoint();
+  connect();
+  asio::cancellation_signal cancel;
+  std::optional<std::error_code> outcome;
+  client.completion_queue().async_wait(
+      asio::bind_cancellation_slot(cancel.slot(), [&](std::error_code ec) { outcome = ec; }));
+  io.restart();
+  io.run_for(10ms);
+  EXPECT_FALSE(outcome);
+  cancel.emit(asio::cancellation_type::total);
+  run_until([&] { return outcome.has_value(); });
+  EXPECT_EQ(*outcome, std::errc::operation_canceled);
+}
+
+}  // namespace
