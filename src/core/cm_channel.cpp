@@ -28,14 +28,25 @@ class cm_service final : public asio::execution_context::service {
 
   void shutdown() override {
     std::vector<std::shared_ptr<cm_channel>> live;
+    std::vector<std::shared_ptr<loop_shutdown_listener>> listeners;
     {
       const std::lock_guard lock(mutex_);
       for (auto& weak : bound_)
         if (auto channel = weak.lock()) live.push_back(std::move(channel));
+      for (auto& weak : listeners_)
+        if (auto l = weak.lock()) listeners.push_back(std::move(l));
       bound_.clear();
       shared_.clear();
+      listeners_.clear();
     }
+    for (auto& l : listeners) l->abandon();
     for (auto& channel : live) channel->shutdown();
+  }
+
+  void listen(const std::shared_ptr<loop_shutdown_listener>& l) {
+    const std::lock_guard lock(mutex_);
+    std::erase_if(listeners_, [](const auto& weak) { return weak.expired(); });
+    listeners_.push_back(l);
   }
 
   result<std::shared_ptr<cm_channel>> shared(provider::provider& prov,
@@ -62,6 +73,7 @@ class cm_service final : public asio::execution_context::service {
   std::mutex mutex_;
   std::map<provider::provider*, std::weak_ptr<cm_channel>> shared_;
   std::vector<std::weak_ptr<cm_channel>> bound_;
+  std::vector<std::weak_ptr<loop_shutdown_listener>> listeners_;
 };
 
 cm_service& service_of(const asio::any_io_executor& ex) {
@@ -197,6 +209,11 @@ void cm_channel::drain() {
               static_cast<unsigned long long>(event.context));
     it->second->on_cm_event(event);
   }
+}
+
+void on_loop_shutdown(const asio::any_io_executor& ex,
+                      const std::shared_ptr<loop_shutdown_listener>& listener) {
+  service_of(ex).listen(listener);
 }
 
 result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,

@@ -79,6 +79,19 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   bool closed_ = false;
 };
 
+/// Told when an io_context shuts down, before its reactor goes: owners of
+/// operations that no timer or descriptor holds drop them (uncalled), as
+/// Asio drops its own pending operations.
+class loop_shutdown_listener {
+ public:
+  virtual void abandon() noexcept = 0;
+
+ protected:
+  ~loop_shutdown_listener() = default;
+};
+void on_loop_shutdown(const asio::any_io_executor& ex,
+                      const std::shared_ptr<loop_shutdown_listener>& listener);
+
 /// The channel shared by every id that C++ callers create on one io_context
 /// with one provider: 1,000 requests in flight use one fd, not 1,000.
 [[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(

@@ -30,7 +30,7 @@ cq_dispatcher::cq_dispatcher(conn_state& state, asio::any_io_executor ex)
 
 cq_dispatcher::~cq_dispatcher() { close(); }
 
-std::uint64_t cq_dispatcher::add(std::weak_ptr<wc_waiter> w) {
+std::uint64_t cq_dispatcher::add(std::shared_ptr<wc_waiter> w) {
   const auto id = next_id_++;
   pending_.emplace(id, std::move(w));
   return id;
@@ -130,9 +130,9 @@ void cq_dispatcher::dispatch(const provider::work_completion& wc) {
               static_cast<unsigned long long>(wc.wr_id));
     return;
   }
-  auto waiter = it->second.lock();
+  auto waiter = std::move(it->second);
   pending_.erase(it);
-  if (waiter) waiter->on_wc(wc);
+  waiter->on_wc(wc);
 }
 
 void cq_dispatcher::close() noexcept {
@@ -144,8 +144,17 @@ void cq_dispatcher::close() noexcept {
       ch->fd.reset();
     }
   auto pending = std::exchange(pending_, {});
-  for (auto& [id, weak] : pending)
-    if (auto w = weak.lock()) w->on_closed();
+  for (auto& [id, w] : pending) w->on_closed();
+}
+
+void cq_dispatcher::abandon() noexcept {
+  closed_ = true;
+  for (auto& ch : channels_)
+    if (ch->fd) {
+      ch->fd->release();
+      ch->fd.reset();
+    }
+  auto dropped = std::exchange(pending_, {});  // destroyed here, handlers uncalled
 }
 
 }  // namespace arpma::detail

@@ -4,6 +4,7 @@
 
 #include "arpma/connection.hpp"
 #include "core/asio.hpp"
+#include "core/cm_channel.hpp"
 #include "provider/provider.hpp"
 
 #include <chrono>
@@ -34,7 +35,8 @@ class wc_waiter {
 /// arm. The fds are watched only while operations are pending; a wait that
 /// starts on an fd that is already readable is served at once (an edge seen
 /// while nobody waited is not lost).
-class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher> {
+class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher>,
+                      public loop_shutdown_listener {
  public:
   cq_dispatcher(conn_state& state, asio::any_io_executor ex);
   cq_dispatcher(const cq_dispatcher&) = delete;
@@ -42,8 +44,9 @@ class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher> {
   ~cq_dispatcher();
 
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
-  /// A fresh wr_id for `w`; completions with it go to `w`.
-  std::uint64_t add(std::weak_ptr<wc_waiter> w);
+  /// A fresh wr_id for `w`, which the dispatcher keeps alive until its
+  /// completion (or close, or the loop's end).
+  std::uint64_t add(std::shared_ptr<wc_waiter> w);
   /// Forgets `wr_id` (the post failed).
   void remove(std::uint64_t wr_id) noexcept;
   /// After a post: make sure someone looks for its completion.
@@ -51,6 +54,8 @@ class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher> {
   void set_busy_poll(std::chrono::microseconds budget) noexcept { busy_budget_ = budget; }
   /// The QP is about to go: every waiter hears on_closed, fds are let go.
   void close() noexcept;
+  /// The io_context is going: waiters are dropped without a word.
+  void abandon() noexcept override;
 
  private:
   struct channel {
@@ -68,7 +73,7 @@ class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher> {
   conn_state& state_;
   asio::any_io_executor ex_;
   std::vector<std::unique_ptr<channel>> channels_;
-  std::unordered_map<std::uint64_t, std::weak_ptr<wc_waiter>> pending_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<wc_waiter>> pending_;
   std::uint64_t next_id_ = 1;
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;

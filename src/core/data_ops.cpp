@@ -69,9 +69,10 @@ class data_op_wait final : public parked_op<data_op_wait, completion>, public wc
       : parked_op(std::move(ex), std::move(handler)) {}
 
   void start(conn_state& st, const data_op& op) {
-    park(asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    // Kept alive by the dispatcher, not by a timer (see cq_dispatcher::abandon).
+    park(asio::cancellation_type::terminal | asio::cancellation_type::partial, false);
     auto& dispatcher = st.completions(executor());
-    const auto wr_id = dispatcher.add(std::weak_ptr<wc_waiter>(shared_from_this()));
+    const auto wr_id = dispatcher.add(shared_from_this());
     if (auto ec = post(st, op, wr_id, true)) {
       dispatcher.remove(wr_id);
       return complete(ec, completion{});
@@ -102,7 +103,10 @@ void start_data_op(conn_state* state, const data_op& op, completion_handler hand
 }
 
 cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
-  if (!dispatcher) dispatcher = std::make_shared<cq_dispatcher>(*this, ex);
+  if (!dispatcher) {
+    dispatcher = std::make_shared<cq_dispatcher>(*this, ex);
+    on_loop_shutdown(ex, dispatcher);
+  }
   return *dispatcher;
 }
 

@@ -73,9 +73,15 @@ class parked_op : public std::enable_shared_from_this<Derived> {
 
   /// Holds the operation until `complete`; hooks cancellation of the
   /// `honoured` types.
-  void park(asio::cancellation_type honoured) {
-    timer_.expires_at(asio::steady_timer::time_point::max());
-    timer_.async_wait([self = this->shared_from_this()](const std::error_code&) {});
+  /// `owned_by_timer` false: the caller keeps the operation alive and
+  /// destroys it if the loop goes away (the data path's dispatcher does, to
+  /// spare two timer updates per operation).
+  void park(asio::cancellation_type honoured, bool owned_by_timer = true) {
+    if (owned_by_timer) {
+      timer_.expires_at(asio::steady_timer::time_point::max());
+      timer_.async_wait([self = this->shared_from_this()](const std::error_code&) {});
+      timer_armed_ = true;
+    }
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (!slot.is_connected()) return;
     slot.assign([weak = this->weak_from_this(), honoured](asio::cancellation_type type) {
@@ -102,7 +108,7 @@ class parked_op : public std::enable_shared_from_this<Derived> {
     if (held_) std::exchange(held_, nullptr)->release();
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) slot.clear();
-    timer_.cancel();
+    if (timer_armed_) timer_.cancel();
     post_completion(ex_, std::move(handler_), ec, std::move(results)...);
   }
 
@@ -111,6 +117,7 @@ class parked_op : public std::enable_shared_from_this<Derived> {
   handler_type handler_;
   asio::steady_timer timer_;
   std::shared_ptr<cm_channel> held_;
+  bool timer_armed_ = false;
   bool done_ = false;
 };
 
