@@ -712,12 +712,30 @@ static void client(const char* addr, int sync_fd) {
     argument_errors(conn, mr, rem, no_flush, cq);
 
     /*
-     * Deliberate differences (docs/compatibility.md, "Data path: ranges are checked before the
-     * wire"), last: librpma posts these, and the range error breaks the connection.
+     * Last, as each may break the connection: the deliberate differences of docs/
+     * compatibility.md, "Data path: ranges are checked before the wire" (librpma posts an
+     * unknown flush type and a range past the region; arpma refuses both), and between them a
+     * remote access error, the same in both.
      */
     say_ret("flush(unknown type 7, ON_ERROR)",
             rpma_flush(conn, rem, 0, 8, (enum rpma_flush_type)7, RPMA_F_COMPLETION_ON_ERROR,
                        (void*)14));
+    /* a remote access error: the server's region with another rkey (breaks the QP) */
+    unsigned char forged[21];
+    memcpy(forged, nf_desc, 21);
+    forged[20] = RPMA_MR_USAGE_WRITE_DST;
+    for (int i = 16; i < 20; ++i) forged[i] ^= 0x5a;
+    struct rpma_mr_remote* wrong = NULL;
+    (void)rpma_mr_remote_from_descriptor(forged, 21, &wrong);
+    say_ret("write(forged rkey, ON_ERROR)",
+            rpma_write(conn, wrong, 0, mr, 0, 8, RPMA_F_COMPLETION_ON_ERROR, (void*)16));
+    struct ibv_wc ew;
+    memset(&ew, 0, sizeof ew);
+    /* on error only status and wr_id are defined */
+    if (next_wc(conn, cq, &ew, "wc(forged rkey)") == 0)
+      say("wc(forged rkey)", "status=%s wr_id=%llu", ibv_wc_status_str(ew.status),
+          (unsigned long long)ew.wr_id);
+    (void)rpma_mr_remote_delete(&wrong);
     say_ret("write(rem 4092, 8 bytes: past the remote region, ON_ERROR)",
             rpma_write(conn, rem, REGION - 4, mr, 0, 8, RPMA_F_COMPLETION_ON_ERROR, (void*)15));
   }
