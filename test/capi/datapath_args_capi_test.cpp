@@ -122,9 +122,9 @@ class datapath_args : public ::testing::Test {
   // A server thread: accepts one connection with its region's descriptor as
   // private data (`recvs` receives posted before accepting), collects the
   // receive completions, waits for CLOSED. Every wait bounded.
-  void serve(int usage, int recvs = 0) {
+  void serve(int usage, int recvs = 0, int sends = 0) {
     std::atomic<bool> listening{false};
-    server = std::thread([this, usage, recvs, &listening] {
+    server = std::thread([this, usage, recvs, sends, &listening] {
       rpma_ep* ep = nullptr;
       const int lrc = rpma_ep_listen(peer, addr.c_str(), port.c_str(), &ep);
       listening = true;
@@ -159,6 +159,16 @@ class datapath_args : public ::testing::Test {
             auto wc = wait_wc(rcq);
             if (!wc) break;
             server_wcs.push_back(*wc);
+          }
+        }
+        if (sends > 0) {
+          rpma_cq* scq = nullptr;
+          EXPECT_EQ(rpma_conn_get_cq(sconn, &scq), 0);
+          std::memcpy(server_memory.data(), "to-the-client", 14);
+          for (int i = 0; i < sends; ++i) {
+            EXPECT_EQ(rpma_send(sconn, smr, 0, 14, RPMA_F_COMPLETION_ALWAYS, nullptr), 0);
+            auto wc = wait_wc(scq);
+            EXPECT_TRUE(wc && wc->status == IBV_WC_SUCCESS);
           }
         }
         const rpma_conn_event ev = next_event(sconn);
@@ -628,6 +638,71 @@ TEST_F(datapath_args, a_shared_channel) {
   EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
 }
 
+TEST_F(datapath_args, a_shared_channel_reports_the_receive_cq) {
+  ASSERT_EQ(rpma_conn_cfg_set_compl_channel(cfg, true), 0);
+  ASSERT_EQ(rpma_conn_cfg_set_rcq_size(cfg, 4), 0);
+  serve(RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_WRITE_DST, 0, 1);
+  connect();
+  rpma_cq* rcq = nullptr;
+  ASSERT_EQ(rpma_conn_get_rcq(conn, &rcq), 0);
+  ASSERT_NE(rcq, nullptr);
+  ASSERT_EQ(rpma_recv(conn, mr, 128, 64, ctx(31)), 0);
+  int cfd = -1;
+  ASSERT_EQ(rpma_conn_get_compl_fd(conn, &cfd), 0);
+  ibv_wc wc{};
+  int rc = RPMA_E_NO_COMPLETION;
+  while ((rc = rpma_cq_get_wc(rcq, 1, &wc, nullptr)) == RPMA_E_NO_COMPLETION) {
+    ASSERT_TRUE(readable(cfd, wait_ms)) << "no completion event";
+    rpma_cq* fired = nullptr;
+    bool is_rcq = false;
+    ASSERT_EQ(rpma_conn_wait(conn, 0, &fired, &is_rcq), 0);
+    EXPECT_EQ(fired, rcq);
+    EXPECT_TRUE(is_rcq);
+  }
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc.byte_len, 14U);
+  EXPECT_EQ(wc.wr_id, 31U);
+  EXPECT_STREQ(mine.data() + 128, "to-the-client");
+  EXPECT_EQ(rpma_cq_get_wc(cq, 1, &wc, nullptr), RPMA_E_NO_COMPLETION) << "nothing on the main CQ";
+}
+
+TEST_F(datapath_args, many_completions_in_one_call) {
+  ASSERT_EQ(rpma_conn_cfg_set_sq_size(cfg, 40), 0);
+  ASSERT_EQ(rpma_conn_cfg_set_cq_size(cfg, 40), 0);
+  serve(RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_READ_SRC);
+  connect();
+  constexpr int n = 20;  // more than one internal batch of 16
+  for (std::uintptr_t i = 1; i <= n; ++i)
+    ASSERT_EQ(rpma_read(conn, mr, 8 * i, remote, 0, 8, always, ctx(i)), 0);
+  int fd = -1;
+  ASSERT_EQ(rpma_cq_get_fd(cq, &fd), 0);
+  std::vector<ibv_wc> wcs(32);
+  int total = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (total < n && std::chrono::steady_clock::now() < deadline) {
+    int got = sentinel_int;
+    const int rc = rpma_cq_get_wc(cq, 32, wcs.data(), &got);
+    if (rc == RPMA_E_NO_COMPLETION) {
+      if (readable(fd, 1000)) {
+        EXPECT_EQ(rpma_cq_wait(cq), 0);
+      }
+      continue;
+    }
+    ASSERT_EQ(rc, 0);
+    ASSERT_GE(got, 1);
+    ASSERT_LE(got, n - total);
+    for (int i = 0; i < got; ++i) {
+      EXPECT_EQ(wcs[static_cast<std::size_t>(i)].status, IBV_WC_SUCCESS);
+      EXPECT_EQ(wcs[static_cast<std::size_t>(i)].wr_id, static_cast<std::uint64_t>(total + i + 1));
+    }
+    total += got;
+  }
+  EXPECT_EQ(total, n);
+  expect_cq_empty();
+}
+
 TEST_F(datapath_args, conn_req_recv_arguments) {
   // a request that is never connected: only its receive queue matters
   serve(RPMA_MR_USAGE_WRITE_DST);
@@ -654,6 +729,7 @@ TEST_F(datapath_args, srq_recv_arguments) {
   EXPECT_EQ(rpma_srq_recv(srq, nullptr, 0, 8, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_srq_recv(srq, nullptr, 8, 0, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_srq_recv(srq, mr, region, 1, nullptr), RPMA_E_INVAL);
+  EXPECT_EQ(rpma_srq_recv(srq, mr, SIZE_MAX, 2, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_srq_recv(srq, nullptr, 0, 0, nullptr), 0) << "a receive of nothing";
   EXPECT_EQ(rpma_srq_recv(srq, mr, 0, 8, nullptr), 0);
   rpma_cq* rcq = sentinel<rpma_cq>();
