@@ -284,10 +284,8 @@ TEST_F(datapath_args, missing_buffers) {
   EXPECT_EQ(rpma_write(conn, remote, 0, nullptr, 0, 0, always, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_write(conn, nullptr, 4, nullptr, 0, 0, always, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_write_with_imm(conn, nullptr, 0, mr, 0, 8, always, 1, nullptr), RPMA_E_INVAL);
-  EXPECT_EQ(rpma_write_with_imm(conn, remote, 0, nullptr, 0, 8, always, 1, nullptr),
-            RPMA_E_INVAL);
-  EXPECT_EQ(rpma_write_with_imm(conn, nullptr, 0, nullptr, 4, 0, always, 1, nullptr),
-            RPMA_E_INVAL);
+  EXPECT_EQ(rpma_write_with_imm(conn, remote, 0, nullptr, 0, 8, always, 1, nullptr), RPMA_E_INVAL);
+  EXPECT_EQ(rpma_write_with_imm(conn, nullptr, 0, nullptr, 4, 0, always, 1, nullptr), RPMA_E_INVAL);
   // atomic write: both always needed
   const char eight[8] = {};
   EXPECT_EQ(rpma_atomic_write(conn, nullptr, 0, eight, always, nullptr), RPMA_E_INVAL);
@@ -360,8 +358,7 @@ TEST_F(datapath_args, ranges_outside_a_region_are_invalid_before_the_wire) {
   EXPECT_EQ(rpma_write(conn, remote, 0, mr, 0, huge, always, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_read(conn, mr, region, remote, 0, 1, always, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_read(conn, mr, 0, remote, wrap, 8, always, nullptr), RPMA_E_INVAL);
-  EXPECT_EQ(rpma_write_with_imm(conn, remote, region, mr, 0, 1, always, 1, nullptr),
-            RPMA_E_INVAL);
+  EXPECT_EQ(rpma_write_with_imm(conn, remote, region, mr, 0, 1, always, 1, nullptr), RPMA_E_INVAL);
   const char eight[8] = {};
   EXPECT_EQ(rpma_atomic_write(conn, remote, region, eight, always, nullptr), RPMA_E_INVAL);
   EXPECT_EQ(rpma_flush(conn, remote, region - 4, 8, RPMA_FLUSH_TYPE_VISIBILITY, always, nullptr),

@@ -187,7 +187,8 @@ static void no_device(void) {
     ret = rpma_mr_remote_get_flush_type(rem, NULL);
     check_ret("mr_remote_get_flush_type(rem, NULL)", ret);
     /* every posting call with conn NULL and real remote/local-less arguments */
-    check_ret("read(conn NULL)", rpma_read(NULL, NULL, 0, rem, 0, 8, RPMA_F_COMPLETION_ALWAYS, NULL));
+    check_ret("read(conn NULL)",
+              rpma_read(NULL, NULL, 0, rem, 0, 8, RPMA_F_COMPLETION_ALWAYS, NULL));
     check_ret("write(conn NULL)",
               rpma_write(NULL, rem, 0, NULL, 0, 8, RPMA_F_COMPLETION_ALWAYS, NULL));
     check_ret("write_with_imm(conn NULL)",
@@ -276,7 +277,8 @@ static void no_device(void) {
             rpma_read(NULL, NULL, 0, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, NULL));
   check_ret("write(NULL, all NULL, len 0)",
             rpma_write(NULL, NULL, 0, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, NULL));
-  check_ret("send(NULL, src NULL, len 0)", rpma_send(NULL, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, NULL));
+  check_ret("send(NULL, src NULL, len 0)",
+            rpma_send(NULL, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, NULL));
   check_ret("send_with_imm(NULL, src NULL, len 0)",
             rpma_send_with_imm(NULL, NULL, 0, 0, RPMA_F_COMPLETION_ALWAYS, 1, NULL));
   check_ret("recv(NULL, dst NULL, len 0)", rpma_recv(NULL, NULL, 0, 0, NULL));
@@ -576,8 +578,7 @@ static void argument_errors(struct rpma_conn* conn, struct rpma_mr_local* mr,
   say_ret("cq_get_wc(num_entries 2, num_entries_got NULL)", rpma_cq_get_wc(cq, 2, wc, NULL));
   say_int("cq_get_wc(wc NULL)", rpma_cq_get_wc(cq, 1, NULL, &got), got);
   say_int("cq_get_wc(empty, num_entries 2)", rpma_cq_get_wc(cq, 2, wc, &got), got);
-  say_ret("cq_get_wc(empty, num_entries 1, num_entries_got NULL)",
-          rpma_cq_get_wc(cq, 1, wc, NULL));
+  say_ret("cq_get_wc(empty, num_entries 1, num_entries_got NULL)", rpma_cq_get_wc(cq, 1, wc, NULL));
 }
 
 static void client(const char* addr, int sync_fd) {
@@ -596,8 +597,7 @@ static void client(const char* addr, int sync_fd) {
 
   struct rpma_mr_local* mr = SENTINEL_PTR;
   int ret = rpma_mr_reg(peer, client_memory, REGION,
-                        RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_SEND,
-                        &mr);
+                        RPMA_MR_USAGE_WRITE_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_SEND, &mr);
   say_ptr("mr_reg(WRITE_SRC | READ_DST | SEND)", ret, mr);
   if (ret != 0) {
     (void)rpma_peer_delete(&peer);
@@ -717,9 +717,8 @@ static void client(const char* addr, int sync_fd) {
      * unknown flush type and a range past the region; arpma refuses both), and between them a
      * remote access error, the same in both.
      */
-    say_ret("flush(unknown type 7, ON_ERROR)",
-            rpma_flush(conn, rem, 0, 8, (enum rpma_flush_type)7, RPMA_F_COMPLETION_ON_ERROR,
-                       (void*)14));
+    say_ret("flush(unknown type 7, ON_ERROR)", rpma_flush(conn, rem, 0, 8, (enum rpma_flush_type)7,
+                                                          RPMA_F_COMPLETION_ON_ERROR, (void*)14));
     /* a remote access error: the server's region with another rkey (breaks the QP) */
     unsigned char forged[21];
     memcpy(forged, nf_desc, 21);
