@@ -33,7 +33,7 @@ set -uo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd -- "$HERE/../.." && pwd -P)
 EXPECTED=$HERE/expected-differences.txt
-PROGRAMS=(compat_strings compat_log compat_conn_cfg compat_peer_cfg compat_device compat_lifecycle_args compat_lifecycle)
+PROGRAMS=(compat_strings compat_log compat_conn_cfg compat_peer_cfg compat_device compat_lifecycle_args compat_lifecycle compat_datapath)
 
 guest=0
 bin_dir=
