@@ -1,11 +1,11 @@
 #include "core/cm_channel.hpp"
+#include "core/fd_ready.hpp"
 
 #include "arpma/error.hpp"
 
 #include "core/log_internal.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <map>
@@ -179,13 +179,7 @@ std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
   return {};
 }
 
-namespace {
-// A C program may have made the fd blocking: only read what is there.
-bool readable(int fd) noexcept {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
-}
-}  // namespace
+namespace {}  // namespace
 
 // The reactor is edge-triggered: read until nothing is left or the next event
 // is never signalled.

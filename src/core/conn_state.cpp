@@ -107,8 +107,7 @@ std::error_code conn_state::destroy() noexcept {
   if (!peer) return {};
   auto& p = prov();
   std::error_code first;
-  for (auto& weak : std::exchange(watchers_, {}))
-    if (auto w = weak.lock()) w->gone();
+  watchers_.gone_all();
   if (dispatcher) std::exchange(dispatcher, nullptr)->close();  // operations in flight end
   if (flush_raw) keep_first(first, flush_raw->dereg());         // first, as librpma's flush object
   flush_raw.reset();
@@ -217,19 +216,7 @@ void conn_state::note(const provider::cm_event& event) {
 void conn_state::on_cm_event(const provider::cm_event& event) {
   note(event);  // at arrival: whoever waits for the end sees it before the event is taken
   inbox.push_back(event);
-  std::erase_if(watchers_, [](const auto& weak) { return weak.expired(); });
-  const auto snapshot = watchers_;
-  for (const auto& weak : snapshot)
-    if (auto w = weak.lock()) w->poke();
-}
-
-void conn_state::watch(const std::shared_ptr<conn_watcher>& w) { watchers_.push_back(w); }
-
-void conn_state::unwatch(const conn_watcher* w) noexcept {
-  std::erase_if(watchers_, [w](const auto& weak) {
-    auto locked = weak.lock();
-    return !locked || locked.get() == w;
-  });
+  watchers_.poke_all();
 }
 
 std::error_code connect_failure(const provider::cm_event& event) noexcept {

@@ -6,6 +6,7 @@
 #include "core/cm_channel.hpp"
 #include "core/mr_state.hpp"
 #include "core/peer_state.hpp"
+#include "core/watchers.hpp"
 #include "provider/provider.hpp"
 
 #include <array>
@@ -36,18 +37,6 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
 std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept;
 
 struct srq_state;
-
-/// Something waiting on a conn_state's events (an operation in flight).
-/// `poke` runs on the channel's executor after each event is queued; `gone`
-/// when the state is destroyed under it.
-class conn_watcher {
- public:
-  virtual void poke() = 0;
-  virtual void gone() = 0;
-
- protected:
-  ~conn_watcher() = default;
-};
 
 /// Where an id is in its life; decides what teardown must say to the peer.
 enum class conn_phase : std::uint8_t {
@@ -97,8 +86,8 @@ struct conn_state final : cm_event_sink {
   void on_cm_event(const provider::cm_event& event) override;
   /// The C++ data path's completion dispatcher, made on first use.
   class cq_dispatcher& completions(const asio::any_io_executor& ex);
-  void watch(const std::shared_ptr<conn_watcher>& w);
-  void unwatch(const conn_watcher* w) noexcept;
+  void watch(const std::shared_ptr<conn_watcher>& w) { watchers_.add(w); }
+  void unwatch(const conn_watcher* w) noexcept { watchers_.remove(w); }
 
   std::shared_ptr<peer_state> peer;
   std::shared_ptr<cm_channel> channel;
@@ -126,7 +115,7 @@ struct conn_state final : cm_event_sink {
   std::deque<provider::cm_event> inbox;
 
  private:
-  std::vector<std::weak_ptr<conn_watcher>> watchers_;
+  watcher_list watchers_;
 };
 
 /// rdma_cm's failure events as error codes (REJECTED → connection_refused,

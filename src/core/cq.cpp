@@ -3,11 +3,11 @@
 
 #include "arpma/connection.hpp"
 #include "core/conn_state.hpp"
+#include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
 
 #include <arpa/inet.h>
-#include <poll.h>
 
 #include <array>
 #include <optional>
@@ -20,11 +20,6 @@ const cq_state* queue_of(const conn_state* state, bool receive) {
   if (state == nullptr) return nullptr;
   const auto& q = receive ? state->rcq : state->cq;
   return q.cq != nullptr ? &q : nullptr;
-}
-
-bool readable(int fd) noexcept {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 // Waits on the CQ's own channel fd; takes every event there, acknowledges

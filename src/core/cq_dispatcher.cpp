@@ -1,22 +1,14 @@
 #include "core/cq_dispatcher.hpp"
+#include "core/fd_ready.hpp"
 
 #include "core/conn_state.hpp"
 #include "core/log_internal.hpp"
-
-#include <poll.h>
 
 #include <array>
 #include <span>
 
 namespace arpma::detail {
-namespace {
-
-bool readable(int fd) noexcept {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 cq_dispatcher::cq_dispatcher(conn_state& state, asio::any_io_executor ex)
     : state_(state), ex_(std::move(ex)) {

@@ -71,8 +71,7 @@ std::error_code endpoint_state::listen(const std::string& addr, const std::strin
 std::error_code endpoint_state::destroy() noexcept {
   if (!peer) return {};
   std::error_code first;
-  for (auto& weak : std::exchange(watchers_, {}))
-    if (auto w = weak.lock()) w->gone();
+  watchers_.gone_all();
   for (auto& request : pending) keep_first(first, request->destroy());
   pending.clear();
   if (attached) channel->detach(token);
@@ -122,19 +121,7 @@ void endpoint_state::on_cm_event(const provider::cm_event& event) {
   prov().set_context(event.id, request->token);
   request->attach();
   pending.back() = std::move(request);
-  std::erase_if(watchers_, [](const auto& weak) { return weak.expired(); });
-  const auto snapshot = watchers_;
-  for (const auto& weak : snapshot)
-    if (auto w = weak.lock()) w->poke();
-}
-
-void endpoint_state::watch(const std::shared_ptr<conn_watcher>& w) { watchers_.push_back(w); }
-
-void endpoint_state::unwatch(const conn_watcher* w) noexcept {
-  std::erase_if(watchers_, [w](const auto& weak) {
-    auto locked = weak.lock();
-    return !locked || locked.get() == w;
-  });
+  watchers_.poke_all();
 }
 
 result<std::unique_ptr<conn_state>> endpoint_state::next_request_now(const conn_cfg& cfg) {

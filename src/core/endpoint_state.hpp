@@ -35,8 +35,8 @@ struct endpoint_state final : cm_event_sink {
 
   /// C++ flavour: CONNECT_REQUESTs are taken as they arrive.
   void on_cm_event(const provider::cm_event& event) override;
-  void watch(const std::shared_ptr<conn_watcher>& w);
-  void unwatch(const conn_watcher* w) noexcept;
+  void watch(const std::shared_ptr<conn_watcher>& w) { watchers_.add(w); }
+  void unwatch(const conn_watcher* w) noexcept { watchers_.remove(w); }
 
   /// C flavour: reads the next event from the endpoint's own channel (blocking
   /// or not, as its fd is) and makes it a request on a channel of its own,
@@ -55,7 +55,7 @@ struct endpoint_state final : cm_event_sink {
   std::unique_ptr<conn_state> take_request(const provider::cm_event& event,
                                            std::shared_ptr<cm_channel> on);
 
-  std::vector<std::weak_ptr<conn_watcher>> watchers_;
+  watcher_list watchers_;
 };
 
 /// The sockaddr to bind for `addr`:`port` (numeric, or a name resolved with
