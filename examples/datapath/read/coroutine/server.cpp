@@ -27,7 +27,9 @@ asio::awaitable<bool> serve(const arpma::peer& peer, arpma::endpoint& ep) {
   if (mr) {
     std::printf("server: my memory holds \"%s\"\n", memory.data());
     arpma::connection conn = co_await example::accept_next(who, ep, mr.descriptor());
-    ok = conn && co_await example::wait_closed(who, conn);
+    // Not `conn && co_await ...`: g++ 12 may evaluate a co_await in the right
+    // operand of && even when the left one is false.
+    if (conn) ok = co_await example::wait_closed(who, conn);
   }
   (void)ep.shutdown();  // a listening endpoint keeps the loop running
   co_return ok;

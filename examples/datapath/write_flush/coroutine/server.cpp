@@ -26,7 +26,9 @@ asio::awaitable<bool> serve(const arpma::peer& peer, arpma::endpoint& ep) {
   if (mr) {
     const arpma::mr_descriptor desc = mr.descriptor();
     arpma::connection conn = co_await example::accept_next(who, ep, desc);
-    ok = conn && co_await example::wait_closed(who, conn);
+    // Not `conn && co_await ...`: g++ 12 may evaluate a co_await in the right
+    // operand of && even when the left one is false.
+    if (conn) ok = co_await example::wait_closed(who, conn);
   }
   if (ok)
     std::printf("server: what landed in my memory: \"%s\"\n",
