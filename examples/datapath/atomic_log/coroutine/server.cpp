@@ -61,8 +61,8 @@ asio::awaitable<bool> serve(const arpma::peer& peer, arpma::endpoint& ep) {
     std::printf("server: an empty log, tail at offset %llu\n",
                 static_cast<unsigned long long>(log_start));
     arpma::connection conn = co_await example::accept_next(who, ep, mr.descriptor());
-    // Not `conn && co_await ...`: g++ 12 may evaluate a co_await in the right
-    // operand of && even when the left one is false.
+    // Not `conn && co_await ...`: g++ 12 runs the co_await in
+    // `conn && co_await f() && g()` even when conn is false.
     if (conn) ok = co_await example::wait_closed(who, conn);
     if (ok) ok = print_log(memory);
   }
