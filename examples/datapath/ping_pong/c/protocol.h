@@ -23,4 +23,36 @@
 #define PING_OFFSET 64
 #define MESSAGE_MAX 64
 
+#include "../../common.h"
+
+#include <librpma.h>
+
+#include <stdio.h>
+
+/*
+ * Sends and receives complete on the same CQ, in whatever order the peer's
+ * answers bring them: waits until the *sends signaled sends (and writes)
+ * still outstanding have completed and, when recv_wc is not NULL, one
+ * receive has (its completion stored there). 0 or -1 (reported).
+ */
+static inline int wait_for(const char* who, struct rpma_cq* cq, int* sends,
+                           struct ibv_wc* recv_wc) {
+  int need_recv = recv_wc != NULL;
+  while (*sends > 0 || need_recv) {
+    struct ibv_wc wc;
+    if (dp_wait_wc(who, need_recv ? "waiting for a message" : "sending", cq, &wc)) return -1;
+    if (wc.opcode & IBV_WC_RECV) { /* IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM */
+      if (!need_recv) {
+        printf("%s: a message nobody waited for\n", who);
+        return -1;
+      }
+      *recv_wc = wc;
+      need_recv = 0;
+    } else {
+      --*sends;
+    }
+  }
+  return 0;
+}
+
 #endif /* PING_PONG_PROTOCOL_H */
