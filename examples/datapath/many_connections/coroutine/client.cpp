@@ -32,13 +32,12 @@ struct shared {
   asio::steady_timer all_done;
 };
 
-// Waits (bounded) until `timer` is cancelled because `count` reached the
-// number of connections; false when it did not in time.
+// Waits until `timer` is cancelled because `count` reached the number of
+// connections; false when the timer expired first. The timer is set once,
+// before the connections start: setting it again here would cancel the
+// waits of the connections already waiting.
 asio::awaitable<bool> all_reached(asio::steady_timer& timer, const int& count) {
-  if (count < mc::connections) {
-    timer.expires_after(example::quiet_limit);
-    co_await timer.async_wait(example::awaitable_tuple);
-  }
+  if (count < mc::connections) co_await timer.async_wait(example::awaitable_tuple);
   co_return count == mc::connections;
 }
 
@@ -97,6 +96,7 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
   const auto s = std::make_shared<shared>(ex);
   std::printf("client: opening %d connections to %s:%s\n", mc::connections, a.addr.c_str(),
               a.port.c_str());
+  s->all_connected.expires_after(example::quiet_limit);
   for (int id = 1; id <= mc::connections; ++id)
     asio::co_spawn(ex, one_connection(s, peer, a, id), [s](const std::exception_ptr& e, bool good) {
       if (!e && good) ++s->good;
