@@ -95,12 +95,14 @@ int dp_accept(const char* who, struct rpma_conn_req** req_ptr, const void* pdata
   return 0;
 }
 
-int dp_wait_closed(const char* who, struct rpma_conn** conn_ptr) {
+int dp_wait_closed(const char* who, const char* other, struct rpma_conn** conn_ptr) {
   enum rpma_conn_event event = RPMA_CONN_UNDEFINED;
   int ret = next_event(*conn_ptr, QUIET_LIMIT_MS, &event);
   int failed = 0;
   if (ret) {
-    failed = dp_fail(who, "waiting for the client to disconnect", ret);
+    char step[64];
+    snprintf(step, sizeof(step), "waiting for the %s to disconnect", other);
+    failed = dp_fail(who, step, ret);
   } else if (event != RPMA_CONN_CLOSED) {
     printf("%s: unexpected connection event: %s\n", who, rpma_utils_conn_event_2str(event));
     failed = -1;
@@ -109,7 +111,7 @@ int dp_wait_closed(const char* who, struct rpma_conn** conn_ptr) {
     failed = dp_fail(who, "rpma_conn_disconnect", ret);
   ret = rpma_conn_delete(conn_ptr);
   if (ret) return dp_fail(who, "rpma_conn_delete", ret);
-  if (!failed) printf("%s: client disconnected, connection closed\n", who);
+  if (!failed) printf("%s: %s disconnected, connection closed\n", who, other);
   return failed;
 }
 

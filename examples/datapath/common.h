@@ -42,10 +42,11 @@ int dp_next_req(const char* who, struct rpma_ep* ep, struct rpma_conn_req** req_
 int dp_accept(const char* who, struct rpma_conn_req** req_ptr, const void* pdata, size_t len,
               struct rpma_conn** conn_ptr);
 
-/* Server: waits for the client to disconnect, closes and deletes *conn_ptr. */
-int dp_wait_closed(const char* who, struct rpma_conn** conn_ptr);
+/* Waits for the other side ("client" or "server") to disconnect, closes
+ * and deletes *conn_ptr. */
+int dp_wait_closed(const char* who, const char* other, struct rpma_conn** conn_ptr);
 
-/* Client: disconnects, waits for CLOSED and deletes *conn_ptr. */
+/* Disconnects, waits for CLOSED and deletes *conn_ptr. */
 int dp_disconnect(const char* who, struct rpma_conn** conn_ptr);
 
 /* Waits up to 10 s for the next completion of cq: its fd (rpma_cq_get_fd) is

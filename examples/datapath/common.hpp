@@ -195,13 +195,16 @@ inline asio::awaitable<arpma::connection> accept_next(const char* who, arpma::en
   co_return co_await accept(who, std::move(req), pdata);
 }
 
-// Server side: waits for the client to disconnect, then closes too.
-inline asio::awaitable<bool> wait_closed(const char* who, arpma::connection& conn) {
+// Waits for the other side ("client" or "server") to disconnect, then
+// closes too.
+inline asio::awaitable<bool> wait_closed(const char* who, arpma::connection& conn,
+                                         const char* other = "client") {
   deadline dl(co_await asio::this_coro::executor);
   auto [ec, event] = co_await conn.async_next_event(dl.arm(quiet_limit, awaitable_tuple));
   dl.disarm();
   if (ec) {
-    report(who, "waiting for the client to disconnect", ec, dl);
+    const std::string step = std::string("waiting for the ") + other + " to disconnect";
+    report(who, step.c_str(), ec, dl);
     co_return false;
   }
   if (event != arpma::conn_event::closed) {
@@ -214,11 +217,11 @@ inline asio::awaitable<bool> wait_closed(const char* who, arpma::connection& con
     report(who, "disconnecting", close_ec, dl);
     co_return false;
   }
-  std::printf("%s: client disconnected, connection closed\n", who);
+  std::printf("%s: %s disconnected, connection closed\n", who, other);
   co_return true;
 }
 
-// Client side: disconnects and waits until the connection is closed.
+// Disconnects and waits until the connection is closed.
 inline asio::awaitable<bool> disconnect(const char* who, arpma::connection& conn) {
   deadline dl(co_await asio::this_coro::executor);
   auto [ec] = co_await conn.async_disconnect(dl.arm(quiet_limit, awaitable_tuple));

@@ -88,7 +88,8 @@ int main(int argc, char* argv[]) {
     ret = rpma_mr_remote_delete(&remote);
     if (ret) failed = dp_fail(WHO, "rpma_mr_remote_delete", ret);
   }
-  if (dp_disconnect(WHO, &conn)) failed = 1;
+  /* The server disconnects once its last pong has completed. */
+  if (failed ? dp_disconnect(WHO, &conn) : dp_wait_closed(WHO, "server", &conn)) failed = 1;
 
 out_mr_dereg:
   ret = rpma_mr_dereg(&mr);

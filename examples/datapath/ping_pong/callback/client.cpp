@@ -117,12 +117,21 @@ class client {
     if (!sent_ || !got_ || failed_) return;
     if (round_ < pp::rounds) return round();
     std::printf("client: %d round trips done\n", pp::rounds);
-    conn_.async_disconnect(dl_.arm(quiet_limit, [this](std::error_code ec) {
+    // The server disconnects once its last pong has completed.
+    conn_.async_next_event(dl_.arm(quiet_limit, [this](std::error_code ec, arpma::conn_event e) {
       dl_.disarm();
-      if (ec) return fail("disconnecting", ec, dl_);
-      conn_ = arpma::connection{};
-      std::printf("client: disconnected, connection closed\n");
-      ok_ = true;
+      if (ec) return fail("waiting for the server to disconnect", ec, dl_);
+      if (e != arpma::conn_event::closed) {
+        std::printf("client: unexpected connection event: %s\n", arpma::to_string(e));
+        return fail("waiting for the server to disconnect", {}, dl_);
+      }
+      conn_.async_disconnect(dl_.arm(quiet_limit, [this](std::error_code ec2) {
+        dl_.disarm();
+        if (ec2) return fail("disconnecting", ec2, dl_);
+        conn_ = arpma::connection{};
+        std::printf("client: server disconnected, connection closed\n");
+        ok_ = true;
+      }));
     }));
   }
 

@@ -73,7 +73,8 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     if (text != "pong " + std::to_string(i)) co_return false;
   }
   std::printf("client: %d round trips done\n", pp::rounds);
-  co_return co_await example::disconnect(who, conn);
+  // The server disconnects once its last pong has completed.
+  co_return co_await example::wait_closed(who, conn, "server");
 }
 
 }  // namespace

@@ -74,7 +74,10 @@ asio::awaitable<bool> serve(const arpma::peer& peer, arpma::endpoint& ep) {
   if (mr) {
     arpma::connection conn = co_await example::accept_next(who, ep, mr.descriptor());
     if (conn) ok = co_await pong(mr, memory, conn);
-    if (conn && !co_await example::wait_closed(who, conn)) ok = false;
+    // The server sends last, so it disconnects: were the client to
+    // disconnect as soon as it has the last pong, the server's send could
+    // still be waiting for its acknowledgement and be flushed.
+    if (conn && !co_await example::disconnect(who, conn)) ok = false;
   }
   (void)ep.shutdown();  // a listening endpoint keeps the loop running
   co_return ok;
