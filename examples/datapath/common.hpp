@@ -241,15 +241,18 @@ inline asio::awaitable<bool> disconnect(const char* who, arpma::connection& conn
 // a receive that the closing connection completes later finds it alive.
 class posted_recv {
  public:
+  explicit posted_recv(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+
+  // Posts a receive into [offset, +len) of mr (one at a time: wait() for it
+  // before the next post()).
   void post(arpma::connection& conn, const arpma::local_mr& mr, std::size_t offset,
             std::size_t len) {
-    state_ = std::make_shared<state>(conn_executor_);
+    state_ = std::make_shared<state>(ex_);
     conn.async_recv(mr, offset, len, [s = state_](std::error_code ec, arpma::completion c) {
       s->got.emplace(ec, c);
       s->wake.cancel();
     });
   }
-  explicit posted_recv(asio::any_io_executor ex) : conn_executor_(std::move(ex)) {}
 
   // The receive's completion, or empty after printing why not.
   asio::awaitable<std::optional<arpma::completion>> wait(const char* who, const char* what) {
@@ -275,7 +278,7 @@ class posted_recv {
     std::optional<std::pair<std::error_code, arpma::completion>> got;
     asio::steady_timer wake;
   };
-  asio::any_io_executor conn_executor_;
+  asio::any_io_executor ex_;
   std::shared_ptr<state> state_;
 };
 
