@@ -3,22 +3,38 @@
 # that both exit 0 and each heard the other's "hello". Both sides' lines are
 # shown as they happen, prefixed "server |" and "client |".
 #
-# usage: run-pair.sh [--client-first] <server-bin> <client-bin> [addr [port]]
+# usage: run-pair.sh [--client-first] [--expect server|client=TEXT]... <server-bin> <client-bin>
+#                    [addr [port]]
 #
 # addr defaults to $ARPMA_TEST_ADDR, else 127.0.0.1. Without a port, a free one in 20000-32767 is
 # picked at random (the C server cannot report what port 0 chose), and
 # another one tried if the server cannot listen on it. --client-first starts
 # the client, then the server 1 s later: the client must get through by
 # retrying. Each process is bounded by `timeout`; the script stops by itself.
+# --expect SIDE=TEXT (repeatable; other examples, e.g. examples/datapath)
+# checks that SIDE printed a line containing TEXT (a fixed string) instead of
+# the hellos.
 set -uo pipefail
 
 client_first=0
-if [[ "${1:-}" == --client-first ]]; then
-  client_first=1
+expects=()
+while [[ "${1:-}" == --* ]]; do
+  case $1 in
+    --client-first) client_first=1 ;;
+    --expect)
+      if [[ ! "${2:-}" =~ ^(server|client)=. ]]; then
+        echo "$0: --expect needs server=TEXT or client=TEXT" >&2
+        exit 2
+      fi
+      expects+=("$2")
+      shift
+      ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 if [[ $# -lt 2 || $# -gt 4 ]]; then
-  echo "usage: $0 [--client-first] <server-bin> <client-bin> [addr [port]]" >&2
+  echo "usage: $0 [--client-first] [--expect server|client=TEXT]... <server-bin> <client-bin> [addr [port]]" >&2
   exit 2
 fi
 server_bin=$1
@@ -122,13 +138,18 @@ server_rc=$(cat "${tmp}/server.rc" 2>/dev/null || echo '?')
 client_rc=$(cat "${tmp}/client.rc" 2>/dev/null || echo '?')
 if [[ "${server_rc}" != 0 ]]; then fail "server exited with ${server_rc}"; fi
 if [[ "${client_rc}" != 0 ]]; then fail "client exited with ${client_rc}"; fi
-if ! grep -q 'private data "hello from client"' "${tmp}/server.out" 2>/dev/null; then
-  fail 'the server did not hear "hello from client"'
+if [[ ${#expects[@]} -eq 0 ]]; then
+  expects=('server=private data "hello from client"' 'client=private data "hello from server"')
+  what="each heard the other's hello"
+else
+  what="each printed what was expected"
 fi
-if ! grep -q 'private data "hello from server"' "${tmp}/client.out" 2>/dev/null; then
-  fail 'the client did not hear "hello from server"'
-fi
+for e in "${expects[@]}"; do
+  if ! grep -qF -- "${e#*=}" "${tmp}/${e%%=*}.out" 2>/dev/null; then
+    fail "the ${e%%=*} did not print: ${e#*=}"
+  fi
+done
 if [[ ${status} -eq 0 ]]; then
-  echo "OK: both exited 0, each heard the other's hello (${addr}:${port})"
+  echo "OK: both exited 0, ${what} (${addr}:${port})"
 fi
 exit "${status}"
