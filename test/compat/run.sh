@@ -12,6 +12,9 @@
 #   --arpma-build DIR   link the arpma library of that build (DIR/src/libarpma.a) instead of
 #                       building one in build/compat
 #   --out DIR           where the outputs go (default: BIN_DIR/out/host or BIN_DIR/out/guest)
+#   --abi DIR           also run each librpma-built program with LD_LIBRARY_PATH=DIR, where
+#                       arpma's librpma.so.0 drop-in is (src/CMakeLists.txt, ARPMA_LIBRPMA_ABI):
+#                       its output must equal the arpma variant's, line for line
 #
 # Every test/compat/*.c program runs once linked with librpma and once with arpma; stdout (one
 # line per check) is compared after the lines listed in test/compat/expected-differences.txt
@@ -39,6 +42,7 @@ guest=0
 bin_dir=
 arpma_build=
 out_dir=
+abi_dir=
 usage() { sed -n '2,30{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -46,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     --bin-dir) bin_dir=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
     --arpma-build) arpma_build=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
     --out) out_dir=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+    --abi) abi_dir=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -117,7 +122,7 @@ if [[ $guest -eq 1 && $inside_guest -eq 0 ]]; then
   t0=$SECONDS
   rc=0
   "$REPO/test/vm/run-in-rxe-vm.sh" --timeout 600 -- "$HERE/run.sh" --guest --bin-dir "$bin_dir" \
-    ${out_dir:+--out "$out_dir"} || rc=$?
+    ${out_dir:+--out "$out_dir"} ${abi_dir:+--abi "$abi_dir"} || rc=$?
   log "guest run: exit status $rc, $((SECONDS - t0)) s including the boot"
   exit $rc
 fi
@@ -193,6 +198,16 @@ normalise() { # VARIANT FILE -> stdout
   ' "$EXPECTED" "$2"
 }
 
+if [[ -n $abi_dir ]]; then
+  abi_dir=$(cd -- "$abi_dir" 2>/dev/null && pwd -P) || { echo "run.sh: no directory $abi_dir" >&2; exit 3; }
+  resolved=$(LD_LIBRARY_PATH=$abi_dir ldd "$bin_dir/librpma/compat_strings" | awk '/librpma\.so/ { print $3 }')
+  if [[ $resolved != "$abi_dir"/* ]]; then
+    echo "run.sh: with LD_LIBRARY_PATH=$abi_dir, librpma.so resolves to '$resolved'" >&2
+    exit 3
+  fi
+  log "abi: the librpma-built programs also run on $resolved (arpma's drop-in)"
+fi
+
 t_run=$SECONDS
 unexpected=0
 total_checks=0
@@ -210,6 +225,17 @@ for p in "${PROGRAMS[@]}"; do
     echo "$p: exit status $rc" >>"$out_dir/$p.$v.out"
     normalise "$v" "$out_dir/$p.$v.out" >"$out_dir/$p.$v.norm"
   done
+  if [[ -n $abi_dir ]]; then
+    rc=0
+    LD_LIBRARY_PATH=$abi_dir timeout 300 "$bin_dir/librpma/$p" "${dev_args[@]}" \
+      >"$out_dir/$p.abi.out" 2>"$out_dir/$p.abi.err" </dev/null || rc=$?
+    echo "$p: exit status $rc" >>"$out_dir/$p.abi.out"
+    if ! diff -u --label "$p (arpma variant)" --label "$p (librpma binary on arpma's .so)" \
+      "$out_dir/$p.arpma.out" "$out_dir/$p.abi.out" >>"$diffs"; then
+      log "$p: the librpma binary on arpma's librpma.so.0 DIFFERS from the arpma variant"
+      unexpected=1
+    fi
+  fi
   checks=$(sed -n "s/^$p: end, \([0-9]*\) checks\$/\1/p" "$out_dir/$p.librpma.out")
   total_checks=$((total_checks + ${checks:-0}))
   marked=$(grep -c '^\[expected difference' "$out_dir/$p.arpma.norm")

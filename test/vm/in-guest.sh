@@ -44,7 +44,9 @@ step "conn_req_new_c" "$examples/conn_req_new_c" "$RXE_VM_IP" 7204
 step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 100
 # Differential test against Debian's librpma 1.2: the programs of $build/test/compat (built on
 # the host with librpma-dev), both variants on rxe0; outputs under $build/test/compat/out/guest.
-step "compat: librpma 1.2 vs arpma" "$(dirname -- "${BASH_SOURCE[0]}")/../compat/run.sh" --bin-dir "$build/test/compat"
+abi=()
+[[ -e $build/librpma-abi/librpma.so.0 ]] && abi=(--abi "$build/librpma-abi")
+step "compat: librpma 1.2 vs arpma" "$(dirname -- "${BASH_SOURCE[0]}")/../compat/run.sh" --bin-dir "$build/test/compat" "${abi[@]}"
 
 echo
 if [[ ${#failed[@]} -gt 0 ]]; then
