@@ -335,6 +335,33 @@ TEST_F(datapath, a_cancelled_receive_ends_only_when_the_provider_returns_it) {
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
 
+// A receiver that disconnects as soon as its receive completes: the sender's
+// send still completes successfully (the acknowledgement precedes the DREQ).
+TEST_F(datapath, a_send_completes_even_when_the_receiver_disconnects_at_once) {
+  for (int round = 0; round < 50; ++round) {
+    pair p;
+    bool ready = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          p = co_await connect();
+          ready = true;
+        },
+        rethrow);
+    run_until([&] { return ready; });
+    std::optional<std::error_code> sent;
+    bool received = false;
+    p.server.async_recv(server_mr, 0, 64, [&](std::error_code ec, arpma::completion) {
+      EXPECT_FALSE(ec);
+      received = true;
+      EXPECT_FALSE(p.server.disconnect());
+    });
+    p.client.async_send(client_mr, 0, 8, [&](std::error_code ec, arpma::completion) { sent = ec; });
+    run_until([&] { return received && sent.has_value(); });
+    ASSERT_FALSE(*sent) << "round " << round << ": " << sent->message();
+  }
+}
+
 TEST_F(datapath, closing_a_connection_ends_what_is_in_flight) {
   std::optional<std::error_code> outcome;
   pair p;

@@ -304,8 +304,11 @@ verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
     }
     std::memcpy(dst, data.data(), data.size());
   }
-  complete(*qp.recv_cq, wc);
+  // Acknowledged before the receive completes: an application that reacts to
+  // the completion by disconnecting sends its DREQ behind this ACK, so the
+  // sender's send completes instead of being flushed.
   acknowledge(qp);
+  complete(*qp.recv_cq, wc);
   return verdict::done;
 }
 
@@ -329,7 +332,9 @@ verdict execute_write(soft_qp& qp, std::span<const std::uint8_t> p, bool with_im
     wc.byte_len = static_cast<std::uint32_t>(data.size());
     wc.with_imm = true;
     wc.imm_data = get_u32(p.data() + remote_size);
+    acknowledge(qp);  // before the completion, as for a send
     complete(*qp.recv_cq, wc);
+    return verdict::done;
   }
   acknowledge(qp);
   return verdict::done;
