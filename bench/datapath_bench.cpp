@@ -4,8 +4,8 @@
 // run, on the chosen provider (soft on loopback by default; ARPMA_PROVIDER=verbs
 // ARPMA_TEST_ADDR=... in the Soft-RoCE guest). Prints medians, p99 and the
 // co_await / C ratios (target: <= 1.1). Bounded: N round trips per case.
-#include "arpma/connection.hpp"
 #include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 
@@ -178,9 +178,10 @@ int main() {
                      std::ref(server_memory));
   while (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
-  std::printf("64 B RDMA write round trip on %s (median / p99 in us; best median of %d rounds, "
-              "%d samples each)\n",
-              addr.c_str(), rounds, samples);
+  std::printf(
+      "64 B RDMA write round trip on %s (median / p99 in us; best median of %d rounds, "
+      "%d samples each)\n",
+      addr.c_str(), rounds, samples);
   for (const bool busy : {false, true}) {
     stats best_c{1e9, 0};
     stats best_cxx{1e9, 0};
@@ -192,11 +193,12 @@ int main() {
       if (sc.median_us < best_c.median_us) best_c = sc;
       if (scxx.median_us < best_cxx.median_us) best_cxx = scxx;
     }
-    std::printf("%-9s C path (rpma_write + %s): %7.2f / %7.2f   co_await: %7.2f / %7.2f   "
-                "ratio co_await/C: %.2f\n",
-                busy ? "busy-poll" : "fd", busy ? "spin on rpma_cq_get_wc" : "rpma_cq_wait",
-                best_c.median_us, best_c.p99_us, best_cxx.median_us, best_cxx.p99_us,
-                best_cxx.median_us / best_c.median_us);
+    std::printf(
+        "%-9s C path (rpma_write + %s): %7.2f / %7.2f   co_await: %7.2f / %7.2f   "
+        "ratio co_await/C: %.2f\n",
+        busy ? "busy-poll" : "fd", busy ? "spin on rpma_cq_get_wc" : "rpma_cq_wait",
+        best_c.median_us, best_c.p99_us, best_cxx.median_us, best_cxx.p99_us,
+        best_cxx.median_us / best_c.median_us);
   }
   server.join();
   (void)peer.close();

@@ -46,7 +46,7 @@ std::error_code srq_state::destroy() noexcept {
 }
 
 std::error_code srq_state::post_recv(const local_mr_state* dst, std::size_t offset, std::size_t len,
-                                     std::uint64_t wr_id) {
+                                     std::uint64_t wr_id) const {
   const auto invalid = make_error_code(errc::invalid_argument);
   if (srq == nullptr || len > std::numeric_limits<std::uint32_t>::max()) return invalid;
   provider::recv_wr wr;

@@ -33,7 +33,7 @@ struct srq_state : std::enable_shared_from_this<srq_state> {
   /// One receive into [offset, offset + len) of `dst` (a null `dst` with
   /// both 0: an empty receive); ranges checked as the connection's.
   std::error_code post_recv(const local_mr_state* dst, std::size_t offset, std::size_t len,
-                            std::uint64_t wr_id);
+                            std::uint64_t wr_id) const;
 
   [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
 

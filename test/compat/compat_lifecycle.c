@@ -265,8 +265,8 @@ static int server(const char* addr, int sync_fd) {
   if (req != NULL) {
     struct rpma_conn_private_data pd = {SENTINEL_PTR, SENTINEL_BYTE};
     ret = rpma_conn_req_get_private_data(req, &pd);
-    say("conn_req_get_private_data (none sent)", "ret=%s ptr=%s",
-        ret_name(ret), pd.ptr == NULL ? "NULL" : (pd.ptr == SENTINEL_PTR ? "untouched" : "set"));
+    say("conn_req_get_private_data (none sent)", "ret=%s ptr=%s", ret_name(ret),
+        pd.ptr == NULL ? "NULL" : (pd.ptr == SENTINEL_PTR ? "untouched" : "set"));
     ret = rpma_conn_req_delete(&req);
     say_ptr("conn_req_delete (reject)", ret, req);
   }

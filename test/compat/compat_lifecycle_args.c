@@ -272,11 +272,13 @@ static void device_section(const char* addr) {
     struct rpma_conn_private_data pd = {SENTINEL_PTR, SENTINEL_BYTE};
     ret = rpma_conn_get_private_data(conn, &pd);
     check_pdata("conn_get_private_data(conn, &pdata) before any event", ret, &pd);
-    check_ret("conn_apply_remote_peer_cfg(conn, NULL)", rpma_conn_apply_remote_peer_cfg(conn, NULL));
+    check_ret("conn_apply_remote_peer_cfg(conn, NULL)",
+              rpma_conn_apply_remote_peer_cfg(conn, NULL));
     struct rpma_peer_cfg* pcfg = NULL;
     (void)rpma_peer_cfg_new(&pcfg);
     (void)rpma_peer_cfg_set_direct_write_to_pmem(pcfg, true);
-    check_ret("conn_apply_remote_peer_cfg(conn, pcfg)", rpma_conn_apply_remote_peer_cfg(conn, pcfg));
+    check_ret("conn_apply_remote_peer_cfg(conn, pcfg)",
+              rpma_conn_apply_remote_peer_cfg(conn, pcfg));
     (void)rpma_peer_cfg_delete(&pcfg);
     check_ret("conn_get_qp_num(conn, NULL)", rpma_conn_get_qp_num(conn, NULL));
     check_ret("conn_get_cq(conn, NULL)", rpma_conn_get_cq(conn, NULL));

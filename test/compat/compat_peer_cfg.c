@@ -73,7 +73,8 @@ int main(void) {
 
   size_t size = (size_t)SENTINEL_U32;
   ret = rpma_peer_cfg_get_descriptor_size(NULL, &size);
-  check("peer_cfg_get_descriptor_size(NULL, &size)", "ret=%s out=%s", ret_name(ret), size == (size_t)SENTINEL_U32 ? "untouched" : "written");
+  check("peer_cfg_get_descriptor_size(NULL, &size)", "ret=%s out=%s", ret_name(ret),
+        size == (size_t)SENTINEL_U32 ? "untouched" : "written");
   check_ret("peer_cfg_get_descriptor_size(pcfg, NULL)",
             rpma_peer_cfg_get_descriptor_size(pcfg, NULL));
   check_ret("peer_cfg_get_descriptor_size(NULL, NULL)",
