@@ -385,7 +385,8 @@ TEST_F(lifecycle, a_thousand_connect_disconnect_cycles_leave_fds_and_rss_flat) {
   const auto rss_after = rss_kib();
   std::printf("fds %zu -> %zu, RSS %ld -> %ld KiB over 1000 cycles\n", fds_before, fds_after,
               rss_before, rss_after);
-  EXPECT_EQ(fds_after, fds_before);
+  // No growth (rxe: a transient fd of the warm-up may close in between).
+  EXPECT_LE(fds_after, fds_before);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Sanitizers hold freed memory in quarantine: RSS says nothing there, and
   // LeakSanitizer checks what matters instead.
