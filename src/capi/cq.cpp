@@ -5,11 +5,9 @@
 #include "capi/objects.hpp"
 #include "core/conn_state.hpp"
 #include "core/log_internal.hpp"
+#include "core/poll_wc.hpp"
 #include "core/srq_state.hpp"
 
-#include <arpa/inet.h>
-
-#include <array>
 #include <span>
 
 namespace {
@@ -40,19 +38,6 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
   return out.queue->cq != nullptr;
 }
 
-ibv_wc to_ibv(const prov::work_completion& in) {
-  ibv_wc out{};
-  out.wr_id = in.wr_id;
-  out.status = static_cast<ibv_wc_status>(in.status);
-  out.opcode = static_cast<ibv_wc_opcode>(in.opcode);
-  out.vendor_err = in.vendor_err;
-  out.byte_len = in.byte_len;
-  out.imm_data = htonl(in.imm_data);  // ibv_wc carries it in network order
-  out.qp_num = in.qp_num;
-  out.wc_flags = in.with_imm ? IBV_WC_WITH_IMM : 0;
-  return out;
-}
-
 int rearm(prov::provider& p, prov::cq* cq) {
   if (const auto ec = p.req_notify_cq(cq, false)) {
     ARPMA_LOG_FAILURE("re-arm cq", ec);
@@ -80,19 +65,13 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
   if (!parts_of(cq, parts) || wc == nullptr || num_entries < 1 ||
       (num_entries > 1 && num_entries_got == nullptr))
     return RPMA_E_INVAL;
-  std::array<prov::work_completion, 16> batch{};
-  int got = 0;
-  while (got < num_entries) {
-    const auto want =
-        std::min<std::size_t>(batch.size(), static_cast<std::size_t>(num_entries - got));
-    auto polled = parts.provider->poll_cq(parts.queue->cq, std::span(batch.data(), want));
-    if (!polled) {
-      ARPMA_LOG_FAILURE("poll cq", polled.error());
-      return RPMA_E_PROVIDER;
-    }
-    for (std::size_t i = 0; i < polled.value(); ++i) wc[got++] = to_ibv(batch[i]);
-    if (polled.value() < want) break;
+  auto polled = arpma::detail::poll_into(*parts.provider, parts.queue->cq,
+                                         std::span(wc, static_cast<std::size_t>(num_entries)));
+  if (!polled) {
+    ARPMA_LOG_FAILURE("poll cq", polled.error());
+    return RPMA_E_PROVIDER;
   }
+  const int got = static_cast<int>(polled.value());
   if (got == 0) {
     ARPMA_LOG(arpma::log_level::debug, "There may be an extra CQ event with no completion");
     return RPMA_E_NO_COMPLETION;

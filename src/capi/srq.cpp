@@ -4,10 +4,9 @@
 
 #include "arpma/error.hpp"
 #include "capi/objects.hpp"
+#include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/srq_state.hpp"
-
-#include <fcntl.h>
 
 #include <atomic>
 #include <cerrno>
@@ -20,18 +19,6 @@ struct rpma_srq_cfg {
   std::atomic<std::uint32_t> rq_size{arpma::srq_config{}.rq_size};
   std::atomic<std::uint32_t> rcq_size{arpma::srq_config{}.rcq_size};
 };
-
-namespace {
-
-// librpma's completion fds block until the program sets O_NONBLOCK.
-std::error_code make_blocking(int fd) noexcept {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
-    return {errno, std::system_category()};
-  return {};
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -87,7 +74,9 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
     if (!created) return arpma::to_rpma_error(created.error());
     const auto& state = created.value().state();
     if (state->rcq.own_channel != nullptr) {
-      if (auto ec = make_blocking(state->prov().comp_channel_fd(state->rcq.own_channel))) {
+      // librpma's completion fds block until the program sets O_NONBLOCK.
+      const int fd = state->prov().comp_channel_fd(state->rcq.own_channel);
+      if (auto ec = arpma::detail::set_fd_blocking(fd, true)) {
         ARPMA_LOG_FAILURE("make the RCQ's completion fd blocking", ec);
         return RPMA_E_PROVIDER;  // `created` destroys the RCQ, then the SRQ
       }

@@ -5,8 +5,6 @@
 
 #include "core/log_internal.hpp"
 
-#include <fcntl.h>
-
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -172,11 +170,7 @@ result<provider::cm_event> cm_channel::read_now() {
 }
 
 std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
-  const int flags = ::fcntl(fd(), F_GETFL);
-  if (flags < 0) return {errno, std::system_category()};
-  const int wanted = blocking ? (flags & ~O_NONBLOCK) : (flags | O_NONBLOCK);
-  if (wanted != flags && ::fcntl(fd(), F_SETFL, wanted) < 0) return {errno, std::system_category()};
-  return {};
+  return set_fd_blocking(fd(), blocking);
 }
 
 namespace {}  // namespace

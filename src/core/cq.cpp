@@ -6,6 +6,7 @@
 #include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
+#include "core/poll_wc.hpp"
 
 #include <arpa/inet.h>
 
@@ -81,6 +82,31 @@ class cq_wait final : public parked_op<cq_wait> {
 
 }  // namespace
 
+result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span<ibv_wc> out) {
+  std::array<provider::work_completion, 16> batch{};
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const auto want = std::min(batch.size(), out.size() - got);
+    auto polled = p.poll_cq(cq, std::span(batch.data(), want));
+    if (!polled) return polled.error();
+    for (std::size_t i = 0; i < polled.value(); ++i) {
+      const auto& wc = batch[i];
+      ibv_wc& o = out[got++];
+      o = ibv_wc{};
+      o.wr_id = wc.wr_id;
+      o.status = static_cast<ibv_wc_status>(wc.status);
+      o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
+      o.vendor_err = wc.vendor_err;
+      o.byte_len = wc.byte_len;
+      o.imm_data = htonl(wc.imm_data);  // ibv_wc carries it in network order
+      o.qp_num = wc.qp_num;
+      o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
+    }
+    if (polled.value() < want) break;
+  }
+  return got;
+}
+
 void start_cq_wait(conn_state* state, bool receive, wait_handler handler) {
   const auto* q = queue_of(state, receive);
   if (q == nullptr || !state->attached)
@@ -95,28 +121,7 @@ void start_cq_wait(conn_state* state, bool receive, wait_handler handler) {
 result<std::size_t> cq::poll(std::span<ibv_wc> out) {
   const auto* q = detail::queue_of(state_, receive_);
   if (q == nullptr) return make_error_code(errc::invalid_argument);
-  std::array<provider::work_completion, 16> batch{};
-  std::size_t got = 0;
-  while (got < out.size()) {
-    const auto want = std::min(batch.size(), out.size() - got);
-    auto polled = state_->prov().poll_cq(q->cq, std::span(batch.data(), want));
-    if (!polled) return polled.error();
-    for (std::size_t i = 0; i < polled.value(); ++i) {
-      const auto& wc = batch[i];
-      ibv_wc& o = out[got++];
-      o = ibv_wc{};
-      o.wr_id = wc.wr_id;
-      o.status = static_cast<ibv_wc_status>(wc.status);
-      o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
-      o.vendor_err = wc.vendor_err;
-      o.byte_len = wc.byte_len;
-      o.imm_data = htonl(wc.imm_data);
-      o.qp_num = wc.qp_num;
-      o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
-    }
-    if (polled.value() < want) break;
-  }
-  return got;
+  return detail::poll_into(state_->prov(), q->cq, out);
 }
 
 cq connection::completion_queue(bool receive) const noexcept {

@@ -3,30 +3,20 @@
 #include "arpma/error.hpp"
 #include "core/conn_state.hpp"
 #include "core/endpoint_state.hpp"
+#include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/sync_wait.hpp"
-
-#include <fcntl.h>
-
-#include <cerrno>
 
 namespace arpma::detail {
 
 namespace {
-
-std::error_code make_blocking(int fd) noexcept {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
-    return {errno, std::system_category()};
-  return {};
-}
 
 // rpma_cq_wait / rpma_conn_wait block until the program sets O_NONBLOCK.
 std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
   auto& p = state.prov();
   for (auto* channel : {state.shared_channel, state.cq.own_channel, state.rcq.own_channel})
     if (channel != nullptr)
-      if (auto ec = make_blocking(p.comp_channel_fd(channel))) return ec;
+      if (auto ec = set_fd_blocking(p.comp_channel_fd(channel), true)) return ec;
   return {};
 }
 
