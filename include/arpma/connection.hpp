@@ -80,6 +80,19 @@ struct data_op {
   flush_type flush = flush_type::visibility;
   std::array<char, 8> value{};
 };
+/// One operation between a local range and (when given) a remote one.
+inline data_op make_data_op(data_op::kind what, const local_mr_state* local,
+                            std::size_t local_offset, const remote_mr* remote,
+                            std::size_t remote_offset, std::size_t len) {
+  data_op op;
+  op.what = what;
+  op.local = local;
+  op.local_offset = local_offset;
+  if (remote != nullptr) op.remote = *remote;
+  op.remote_offset = remote_offset;
+  op.len = len;
+  return op;
+}
 using completion_handler = boost::asio::any_completion_handler<void(error_code, completion)>;
 void start_data_op(conn_state* state, const data_op& op, completion_handler handler);
 inline const local_mr_state* state_of(const local_mr& mr) noexcept { return mr.state(); }
@@ -178,26 +191,16 @@ class connection {
   template <class CompletionToken>
   auto async_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
                   std::size_t src_offset, std::size_t len, CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::read;
-    op.local = detail::state_of(dst);
-    op.local_offset = dst_offset;
-    op.remote = src;
-    op.remote_offset = src_offset;
-    op.len = len;
+    const auto op = detail::make_data_op(detail::data_op::kind::read, detail::state_of(dst),
+                                         dst_offset, &src, src_offset, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// RDMA write of [src_offset, +len) of `src` to [dst_offset, +len) of `dst`.
   template <class CompletionToken>
   auto async_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
                    std::size_t src_offset, std::size_t len, CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::write;
-    op.local = detail::state_of(src);
-    op.local_offset = src_offset;
-    op.remote = dst;
-    op.remote_offset = dst_offset;
-    op.len = len;
+    const auto op = detail::make_data_op(detail::data_op::kind::write, detail::state_of(src),
+                                         src_offset, &dst, dst_offset, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// The same, consuming a receive at the peer that completes with `imm`.
@@ -205,13 +208,8 @@ class connection {
   auto async_write_with_imm(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
                             std::size_t src_offset, std::size_t len, std::uint32_t imm,
                             CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::write_with_imm;
-    op.local = detail::state_of(src);
-    op.local_offset = src_offset;
-    op.remote = dst;
-    op.remote_offset = dst_offset;
-    op.len = len;
+    auto op = detail::make_data_op(detail::data_op::kind::write_with_imm, detail::state_of(src),
+                                   src_offset, &dst, dst_offset, len);
     op.imm = imm;
     return initiate(op, std::forward<CompletionToken>(token));
   }
@@ -219,11 +217,8 @@ class connection {
   template <class CompletionToken>
   auto async_atomic_write(const remote_mr& dst, std::size_t dst_offset,
                           const std::array<char, 8>& value, CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::atomic_write;
-    op.remote = dst;
-    op.remote_offset = dst_offset;
-    op.len = 8;
+    auto op =
+        detail::make_data_op(detail::data_op::kind::atomic_write, nullptr, 0, &dst, dst_offset, 8);
     op.value = value;
     return initiate(op, std::forward<CompletionToken>(token));
   }
@@ -232,11 +227,7 @@ class connection {
   template <class CompletionToken>
   auto async_flush(const remote_mr& dst, std::size_t dst_offset, std::size_t len, flush_type type,
                    CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::flush;
-    op.remote = dst;
-    op.remote_offset = dst_offset;
-    op.len = len;
+    auto op = detail::make_data_op(detail::data_op::kind::flush, nullptr, 0, &dst, dst_offset, len);
     op.flush = type;
     return initiate(op, std::forward<CompletionToken>(token));
   }
@@ -244,21 +235,15 @@ class connection {
   template <class CompletionToken>
   auto async_send(const local_mr& src, std::size_t offset, std::size_t len,
                   CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::send;
-    op.local = detail::state_of(src);
-    op.local_offset = offset;
-    op.len = len;
+    const auto op = detail::make_data_op(detail::data_op::kind::send, detail::state_of(src), offset,
+                                         nullptr, 0, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
   template <class CompletionToken>
   auto async_send_with_imm(const local_mr& src, std::size_t offset, std::size_t len,
                            std::uint32_t imm, CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::send_with_imm;
-    op.local = detail::state_of(src);
-    op.local_offset = offset;
-    op.len = len;
+    auto op = detail::make_data_op(detail::data_op::kind::send_with_imm, detail::state_of(src),
+                                   offset, nullptr, 0, len);
     op.imm = imm;
     return initiate(op, std::forward<CompletionToken>(token));
   }
@@ -267,11 +252,8 @@ class connection {
   template <class CompletionToken>
   auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
                   CompletionToken&& token) {
-    detail::data_op op;
-    op.what = detail::data_op::kind::recv;
-    op.local = detail::state_of(dst);
-    op.local_offset = offset;
-    op.len = len;
+    const auto op = detail::make_data_op(detail::data_op::kind::recv, detail::state_of(dst), offset,
+                                         nullptr, 0, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
 
