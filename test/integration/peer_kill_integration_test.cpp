@@ -1,0 +1,1060 @@
+// Process faults at every phase: the peer — this binary re-executed as a
+// child process with its own provider — is killed with SIGKILL while it
+// resolves, connects, is being accepted, transfers, or disconnects; once as
+// the client (the server survives) and once as the server (the client
+// survives). The survivor must report the right event or error within a
+// bound, release every descriptor it made for that connection, and then
+// work with a fresh peer. Provider: whatever the environment chooses (soft
+// on loopback here; rdma-core in the Soft-RoCE guest).
+//
+// The child tells the parent over a pipe when it reached its phase (the
+// "hook") and then waits — sleeping, or still transferring — until the
+// parent kills it. Lines starting with "peer-kill:" are the observed
+// outcomes (docs/reliability.md keeps the table).
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
+#include "arpma/error.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/peer.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <librpma.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+/// How long a survivor may take to report a dead peer. An upper-bound guard
+/// against hangs, not a timing assertion: the soft provider hears the TCP
+/// reset at once, rdma-core's CM within milliseconds when the dead process's
+/// kernel objects are destroyed (see docs/reliability.md).
+constexpr auto report_bound = 5s;
+constexpr std::size_t region = 1 << 16;
+constexpr int usage = arpma::mr_usage::all;
+
+enum class phase : int { resolve, connect, accept, transfer, disconnect };
+constexpr std::array phases = {phase::resolve, phase::connect, phase::accept, phase::transfer,
+                               phase::disconnect};
+const char* name(phase p) {
+  static constexpr std::array<const char*, 5> names = {"resolve", "connect", "accept", "transfer",
+                                                       "disconnect"};
+  return names.at(static_cast<std::size_t>(p));
+}
+enum class role : int { client, server };  // what the killed child plays
+
+std::string test_addr() {
+  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
+}
+
+std::vector<std::uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
+
+std::string text(std::span<const std::uint8_t> data, std::size_t n) {
+  return {data.begin(), data.begin() + static_cast<std::ptrdiff_t>(std::min(n, data.size()))};
+}
+
+std::size_t open_fds() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
+  return n;
+}
+
+/// What the descriptors are, for a failure message.
+std::string list_fds() {
+  std::string out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    out += " " + entry.path().filename().string() + "->" + (ec ? "?" : target.string());
+  }
+  return out;
+}
+
+/// The fd count once links closing in the background (bounded) are gone:
+/// the count when it stops changing, or when it reaches `target`.
+std::size_t settled_fds(std::size_t target = 0) {
+  std::size_t fds = open_fds();
+  for (int i = 0; i < 100 && fds != target; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const auto now = open_fds();
+    if (now == fds && target == 0) break;
+    fds = now;
+  }
+  return fds;
+}
+
+void run_until(asio::io_context& io, const std::function<bool()>& done,
+               std::chrono::milliseconds limit) {
+  const auto end = clock_type::now() + limit;
+  while (!done() && clock_type::now() < end) {
+    io.restart();
+    io.run_for(5ms);
+  }
+}
+
+/// Starts an operation with a handler storing its result, runs the loop until
+/// it completes (at most `limit`); timed_out if it did not.
+template <class T, class Start>
+std::pair<std::error_code, T> wait_for(asio::io_context& io, Start start,
+                                       std::chrono::milliseconds limit = 10s) {
+  std::optional<std::pair<std::error_code, T>> out;
+  start([&out](std::error_code ec, T v) { out.emplace(ec, std::move(v)); });
+  run_until(
+      io, [&] { return out.has_value(); }, limit);
+  if (!out) return {std::make_error_code(std::errc::timed_out), T{}};
+  return std::move(*out);
+}
+
+bool readable(int fd, int timeout_ms = 0) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+// ---- the child ------------------------------------------------------------------------------
+
+/// Child → parent: a tag and a port. 'P': listening on port; 'H': at the hook.
+void tell(int fd, char tag, std::uint16_t port = 0) {
+  const std::array<char, 3> msg = {tag, static_cast<char>(port >> 8), static_cast<char>(port)};
+  (void)!::write(fd, msg.data(), msg.size());
+}
+
+/// Runs what is ready (io_context::poll does nothing on a stopped context).
+void poll(asio::io_context& io) {
+  io.restart();
+  io.poll();
+}
+
+[[noreturn]] void hang() {
+  for (;;) ::pause();
+}
+
+/// Keeps `depth` writes of 4 KiB from `mr` to `remote` in flight until the
+/// process dies; tells the hook after `before_hook` completions.
+struct writer {
+  arpma::connection& conn;
+  const arpma::local_mr& mr;
+  arpma::remote_mr remote;
+  int fd;
+  int done = 0;
+  void start(int depth) {
+    for (int i = 0; i < depth; ++i) next(i);
+  }
+  void next(int slot) {
+    const std::size_t off = static_cast<std::size_t>(slot) * 4096;
+    conn.async_write(remote, off, mr, off, 4096,
+                     [this, slot](std::error_code ec, arpma::completion) {
+                       if (ec) return;
+                       if (++done == 64) tell(fd, 'H');
+                       next(slot);
+                     });
+  }
+};
+
+/// The child as the client: runs to `ph` and tells the hook. Exit status
+/// (if it gets to exit at all) says where it stopped.
+int child_client(phase ph, const std::string& port, int fd) {
+  const std::string addr = test_addr();
+  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+  if (!dev) return 10;
+  auto peer = arpma::peer::create(dev.value());
+  if (!peer) return 11;
+  std::vector<char> memory(region, 'c');
+  auto mr = arpma::local_mr::reg(peer.value(), memory.data(), region, usage);
+  if (!mr) return 12;
+  asio::io_context io;
+  if (ph == phase::resolve) {
+    arpma::async_conn_req_new(io.get_executor(), peer.value(), addr, port, {},
+                              [](std::error_code, arpma::conn_req) {});
+    poll(io);  // the cm id exists and address resolution is under way
+    tell(fd, 'H');
+    hang();
+  }
+  auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
+    arpma::async_conn_req_new(io.get_executor(), peer.value(), addr, port, {}, std::move(h));
+  });
+  if (ec) return 13;
+  const auto desc = mr.value().descriptor();
+  if (ph == phase::connect || ph == phase::accept) {
+    req.async_connect(desc, [](std::error_code, arpma::connection) {});
+    poll(io);  // the REQ is on its way; the parent waits for it
+    tell(fd, 'H');
+    hang();
+  }
+  auto [ec2, conn] =
+      wait_for<arpma::connection>(io, [&](auto h) { req.async_connect(desc, std::move(h)); });
+  if (ec2) return 14;
+  if (ph == phase::disconnect) {
+    (void)conn.disconnect();
+    poll(io);
+    tell(fd, 'H');
+    hang();
+  }
+  auto remote = arpma::remote_mr::from_descriptor(conn.private_data());
+  if (!remote) return 15;
+  writer w{conn, mr.value(), remote.value(), fd};
+  w.start(8);
+  run_until(
+      io, [] { return false; }, 30s);  // killed long before
+  return 16;
+}
+
+/// The child as the server: listens, tells its port, runs to `ph`.
+int child_server(phase ph, int fd) {
+  const std::string addr = test_addr();
+  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+  if (!dev) return 20;
+  auto peer = arpma::peer::create(dev.value());
+  if (!peer) return 21;
+  std::vector<char> memory(region, 's');
+  auto mr = arpma::local_mr::reg(peer.value(), memory.data(), region, usage);
+  if (!mr) return 22;
+  asio::io_context io;
+  auto ep = arpma::endpoint::listen(io.get_executor(), peer.value(), addr, "0");
+  if (!ep) return 23;
+  tell(fd, 'P', ep.value().port());
+  if (ph == phase::resolve) {
+    tell(fd, 'H');
+    hang();
+  }
+  auto [ec, req] = wait_for<arpma::conn_req>(
+      io, [&](auto h) { ep.value().async_next_conn_req({}, std::move(h)); }, 30s);
+  if (ec) return 24;
+  if (ph == phase::connect) {
+    tell(fd, 'H');  // the request is here, unanswered
+    hang();
+  }
+  const auto desc = mr.value().descriptor();
+  if (ph == phase::accept) {
+    req.async_connect(desc, [](std::error_code, arpma::connection) {});
+    poll(io);  // accepted: the REP is on its way
+    tell(fd, 'H');
+    hang();
+  }
+  auto [ec2, conn] =
+      wait_for<arpma::connection>(io, [&](auto h) { req.async_connect(desc, std::move(h)); });
+  if (ec2) return 25;
+  if (ph == phase::disconnect) {
+    (void)conn.disconnect();
+    poll(io);
+    tell(fd, 'H');
+    hang();
+  }
+  // transfer: the client writes and reads; receives wait for its sends.
+  for (std::size_t i = 0; i < 4; ++i)
+    conn.async_recv(mr.value(), 60000 + i * 64, 64, [](std::error_code, arpma::completion) {});
+  tell(fd, 'H');
+  run_until(
+      io, [] { return false; }, 30s);  // killed long before
+  return 26;
+}
+
+// The child: this binary re-executed with ARPMA_PEER_KILL_CHILD=role:phase:port:fd
+// plays its part before gtest's main runs.
+const bool child_ran = [] {
+  const char* spec = std::getenv("ARPMA_PEER_KILL_CHILD");  // NOLINT(concurrency-mt-unsafe)
+  if (spec == nullptr) return false;
+  int r = 0;
+  int ph = 0;
+  unsigned port = 0;
+  int fd = -1;
+  if (std::sscanf(spec, "%d:%d:%u:%d", &r, &ph, &port, &fd) != 4) ::_exit(2);
+  const auto p = static_cast<phase>(ph);
+  ::_exit(static_cast<role>(r) == role::client ? child_client(p, std::to_string(port), fd)
+                                               : child_server(p, fd));
+}();
+
+/// A child process playing `r` up to `ph`; killed (SIGKILL) and reaped when
+/// the object goes, whatever happened.
+class child {
+ public:
+  child(role r, phase ph, std::uint16_t port) {
+    std::array<int, 2> fds{};
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0) return;
+    from_ = fds[0];
+    std::string spec = "ARPMA_PEER_KILL_CHILD=" + std::to_string(static_cast<int>(r)) + ":" +
+                       std::to_string(static_cast<int>(ph)) + ":" + std::to_string(port) + ":" +
+                       std::to_string(fds[1]);
+    std::vector<char*> env;
+    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+    env.push_back(spec.data());
+    env.push_back(nullptr);
+    std::string argv0 = "peer_kill_integration_test";
+    std::array<char*, 2> argv = {argv0.data(), nullptr};
+    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    // Exec at once: the child starts single-threaded with a provider of its
+    // own (only async-signal-safe calls between fork and exec).
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      (void)::fcntl(fds[1], F_SETFD, 0);
+      if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
+      ::execve("/proc/self/exe", argv.data(), env.data());
+      ::_exit(127);
+    }
+    if (devnull >= 0) ::close(devnull);
+    ::close(fds[1]);
+  }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+  ~child() { finish(); }
+
+  /// Kills and reaps the child, closes the pipe: nothing of it is left.
+  void finish() {
+    kill();
+    if (from_ >= 0) ::close(std::exchange(from_, -1));
+  }
+
+  [[nodiscard]] bool started() const { return pid_ > 0 && from_ >= 0; }
+  [[nodiscard]] int pipe() const { return from_; }
+
+  /// The next message from the child (tag, port), or nothing within 10 s.
+  std::optional<std::pair<char, std::uint16_t>> next() const {
+    std::array<unsigned char, 3> msg{};
+    std::size_t got = 0;
+    while (got < msg.size() && readable(from_, 10000)) {
+      const auto n = ::read(from_, msg.data() + got, msg.size() - got);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    if (got < msg.size()) return std::nullopt;
+    return std::pair{static_cast<char>(msg[0]), static_cast<std::uint16_t>(msg[1] << 8 | msg[2])};
+  }
+  bool hook() const {
+    const auto m = next();
+    return m && m->first == 'H';
+  }
+
+  void stop() const { ::kill(pid_, SIGSTOP); }
+  /// SIGKILL and reap: once this returns, the kernel has closed everything
+  /// the child had. Its status (128 + signal, or the exit status).
+  int kill() {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    (void)::waitpid(pid_, &st, 0);
+    pid_ = -1;
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int from_ = -1;
+  int status_ = -1;
+};
+
+std::string describe(const std::error_code& ec) {
+  return ec ? ec.category().name() + std::string(":") + ec.message() : "ok";
+}
+
+/// What the survivor saw, for the table.
+struct outcome {
+  std::string what;
+  std::chrono::milliseconds after{};
+};
+
+void print(const char* direction, phase ph, const char* api, const outcome& o) {
+  std::printf("peer-kill: %-13s %-10s %-3s %5lld ms  %s\n", direction, name(ph), api,
+              static_cast<long long>(o.after.count()), o.what.c_str());
+  std::fflush(stdout);
+}
+
+std::chrono::milliseconds since(clock_type::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t);
+}
+
+/// Data-path operations in flight on the survivor: every one must end when
+/// the peer dies, with an error.
+class in_flight {
+ public:
+  int started = 0;
+  int succeeded = 0;
+  std::map<std::string, int> failures;  // error -> count
+  bool stopping = false;
+
+  [[nodiscard]] int ended() const {
+    int n = succeeded;
+    for (const auto& f : failures) n += f.second;
+    return n;
+  }
+  [[nodiscard]] bool all_ended() const { return ended() == started; }
+  auto handler(std::function<void()> again = {}) {
+    ++started;
+    return [this, again = std::move(again)](std::error_code ec, arpma::completion) {
+      if (ec) {
+        ++failures[describe(ec)];
+        EXPECT_EQ(ec, arpma::errc::provider) << ec.message();
+        return;
+      }
+      ++succeeded;
+      if (again && !stopping) again();
+    };
+  }
+  [[nodiscard]] std::string summary() const {
+    std::string s = std::to_string(started - succeeded) + " in flight ->";
+    for (const auto& [what, n] : failures) s += " " + std::to_string(n) + "x " + what;
+    return s;
+  }
+};
+
+class peer_kill : public ::testing::TestWithParam<phase> {
+ protected:
+  void SetUp() override {
+    auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+    ASSERT_TRUE(dev) << addr << ": " << dev.error().message();
+    auto p = arpma::peer::create(dev.value());
+    ASSERT_TRUE(p) << p.error().message();
+    peer.emplace(std::move(p).value());
+    auto s = arpma::local_mr::reg(*peer, server_memory.data(), region, usage);
+    auto c = arpma::local_mr::reg(*peer, client_memory.data(), region, usage);
+    ASSERT_TRUE(s && c);
+    server_mr = std::move(s).value();
+    client_mr = std::move(c).value();
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+    ASSERT_TRUE(ep) << ep.error().message();
+    endpoint = std::move(ep).value();
+    port = std::to_string(endpoint.port());
+    // Warm-up: the provider's threads, the loop's shared channels.
+    serve_fresh_client();
+    baseline = settled_fds();
+  }
+
+  void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 20s) {
+    ::run_until(io, done, limit);
+  }
+
+  /// The endpoint serves one in-process client; its request must be the next
+  /// one (nothing stale of a dead client queued), a write and a read back
+  /// must carry the bytes, and both ends disconnect cleanly.
+  void serve_fresh_client() {
+    std::string heard;
+    arpma::connection server;
+    bool accepted = false;
+    endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req req) {
+      if (ec) {
+        ADD_FAILURE() << "next_conn_req: " << ec.message();
+        accepted = true;
+        return;
+      }
+      heard = text(req.private_data(), 5);
+      req.async_connect(server_mr.descriptor(), [&](std::error_code ec2, arpma::connection c) {
+        EXPECT_FALSE(ec2) << ec2.message();
+        server = std::move(c);
+        accepted = true;
+      });
+    });
+    auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
+      arpma::async_conn_req_new(io.get_executor(), *peer, addr, port, {}, std::move(h));
+    });
+    ASSERT_FALSE(ec) << ec.message();
+    auto [ec2, client] = wait_for<arpma::connection>(
+        io, [&](auto h) { req.async_connect(bytes("fresh"), std::move(h)); });
+    ASSERT_FALSE(ec2) << ec2.message();
+    run_until([&] { return accepted; });
+    ASSERT_TRUE(server);
+    EXPECT_EQ(heard, "fresh");
+    auto remote = arpma::remote_mr::from_descriptor(client.private_data());
+    ASSERT_TRUE(remote);
+    for (std::size_t i = 0; i < 4096; ++i) client_memory[i] = static_cast<char>(i * 7 + rounds);
+    ++rounds;
+    auto [wec, w] = wait_for<arpma::completion>(io, [&](auto h) {
+      client.async_write(remote.value(), 0, client_mr, 0, 4096, std::move(h));
+    });
+    EXPECT_FALSE(wec) << wec.message();
+    auto [rec, r] = wait_for<arpma::completion>(io, [&](auto h) {
+      client.async_read(client_mr, 8192, remote.value(), 0, 4096, std::move(h));
+    });
+    EXPECT_FALSE(rec) << rec.message();
+    EXPECT_EQ(std::memcmp(client_memory.data(), server_memory.data(), 4096), 0);
+    EXPECT_EQ(std::memcmp(client_memory.data(), client_memory.data() + 8192, 4096), 0);
+    std::optional<arpma::conn_event> server_saw;
+    server.async_next_event([&](std::error_code e, arpma::conn_event ev) {
+      EXPECT_FALSE(e);
+      server_saw = ev;
+    });
+    std::optional<std::error_code> client_done;
+    client.async_disconnect([&](std::error_code e) { client_done = e; });
+    run_until([&] { return server_saw && client_done; });
+    EXPECT_EQ(server_saw.value_or(arpma::conn_event::undefined), arpma::conn_event::closed);
+    EXPECT_FALSE(client_done.value_or(std::make_error_code(std::errc::timed_out)));
+  }
+
+  /// After the scenario: the survivor holds no more descriptors than before,
+  /// and the endpoint serves a fresh client.
+  void expect_recovered() {
+    const auto fds = settled_fds(baseline);
+    EXPECT_LE(fds, baseline) << "descriptors left behind by the dead peer's connection:"
+                             << list_fds();
+    serve_fresh_client();
+  }
+
+  /// An established connection's end: the next event must be closed (or
+  /// lost) within the bound.
+  std::string wait_end(arpma::connection& conn) {
+    std::optional<std::pair<std::error_code, arpma::conn_event>> ev;
+    conn.async_next_event([&](std::error_code ec, arpma::conn_event e) { ev.emplace(ec, e); });
+    run_until([&] { return ev.has_value(); });
+    if (!ev) return "no event";
+    EXPECT_FALSE(ev->first) << ev->first.message();
+    EXPECT_TRUE(ev->second == arpma::conn_event::closed || ev->second == arpma::conn_event::lost)
+        << arpma::to_string(ev->second);
+    return std::string("event ") + arpma::to_string(ev->second);
+  }
+
+  /// Connecting (or accepting) ended with `ec` after the peer died: an error,
+  /// or established and then closed.
+  std::string connect_outcome(const std::error_code& ec, arpma::connection& conn) {
+    if (ec) {
+      EXPECT_EQ(ec, arpma::errc::provider) << ec.message();
+      return "fails: " + describe(ec);
+    }
+    return "established, then " + wait_end(conn);
+  }
+
+  outcome client_killed(phase ph);
+  outcome server_killed(phase ph);
+
+  std::string addr = test_addr();
+  std::optional<arpma::peer> peer;
+  asio::io_context io;
+  std::vector<char> server_memory = std::vector<char>(region);
+  std::vector<char> client_memory = std::vector<char>(region);
+  arpma::local_mr server_mr;
+  arpma::local_mr client_mr;
+  arpma::endpoint endpoint;
+  std::string port;
+  std::size_t baseline = 0;
+  int rounds = 0;
+};
+
+// ---- the client dies, the server survives --------------------------------------------------
+
+outcome peer_kill::client_killed(phase ph) {
+  child c(role::client, ph, endpoint.port());
+  EXPECT_TRUE(c.started());
+  // Up to its connect the child needs nothing of the server.
+  if (ph <= phase::accept) {
+    EXPECT_TRUE(c.hook()) << "the child did not reach " << name(ph);
+  }
+  outcome o;
+  if (ph == phase::resolve) {
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    // Nothing may reach the endpoint: wait a while for a request, then cancel.
+    asio::cancellation_signal cancel;
+    std::optional<std::error_code> got;
+    endpoint.async_next_conn_req(
+        {}, asio::bind_cancellation_slot(cancel.slot(),
+                                         [&](std::error_code ec, arpma::conn_req) { got = ec; }));
+    run_until([&] { return got.has_value(); }, 300ms);
+    cancel.emit(asio::cancellation_type::terminal);
+    run_until([&] { return got.has_value(); });
+    const std::error_code aborted = arpma::error_code(asio::error::operation_aborted);
+    EXPECT_EQ(got.value_or(std::error_code()), aborted);
+    o.what = "nothing reaches the endpoint (" + describe(got.value_or(std::error_code())) + ")";
+    o.after = since(t0) - 300ms;
+    return o;
+  }
+  // Every other phase starts with the child's request at the endpoint.
+  auto [ec, req] = wait_for<arpma::conn_req>(
+      io, [&](auto h) { endpoint.async_next_conn_req({}, std::move(h)); });
+  EXPECT_FALSE(ec) << ec.message();
+  if (ec) return o;
+  auto client_mr_remote = arpma::remote_mr::from_descriptor(req.private_data());
+  EXPECT_TRUE(client_mr_remote);
+  const auto desc = server_mr.descriptor();
+  if (ph == phase::connect) {
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    auto [aec, conn] =
+        wait_for<arpma::connection>(io, [&](auto h) { req.async_connect(desc, std::move(h)); });
+    o.what = "accept " + connect_outcome(aec, conn);
+    o.after = since(t0);
+    return o;
+  }
+  if (ph == phase::accept) {
+    c.stop();  // it cannot answer the accept now
+    std::optional<std::pair<std::error_code, arpma::connection>> acc;
+    req.async_connect(
+        desc, [&](std::error_code e, arpma::connection conn) { acc.emplace(e, std::move(conn)); });
+    run_until([&] { return acc.has_value(); }, 200ms);
+    EXPECT_FALSE(acc) << "accepted without the stopped client's answer";
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    run_until([&] { return acc.has_value(); });
+    if (!acc) return {"accept never completes", since(t0)};
+    o.what = "accept " + connect_outcome(acc->first, acc->second);
+    o.after = since(t0);
+    return o;
+  }
+  auto [aec, conn] =
+      wait_for<arpma::connection>(io, [&](auto h) { req.async_connect(desc, std::move(h)); });
+  EXPECT_FALSE(aec) << aec.message();
+  if (aec) return o;
+  if (ph == phase::disconnect) {
+    EXPECT_TRUE(c.hook());
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    o.what = wait_end(conn);
+    std::optional<std::error_code> disc;
+    conn.async_disconnect([&](std::error_code e) { disc = e; });
+    run_until([&] { return disc.has_value(); });
+    EXPECT_FALSE(disc.value_or(std::make_error_code(std::errc::timed_out)));
+    o.what += ", disconnect " + describe(disc.value_or(std::make_error_code(std::errc::timed_out)));
+    o.after = since(t0);
+    return o;
+  }
+  // transfer: the child writes into server_memory; the server keeps receives
+  // posted and reads from the child's memory, 4 at a time.
+  in_flight ops;
+  for (std::size_t i = 0; i < 4; ++i) conn.async_recv(server_mr, 60000 + i * 64, 64, ops.handler());
+  std::function<void(std::size_t)> read = [&](std::size_t slot) {
+    conn.async_read(server_mr, 32768 + slot * 4096, client_mr_remote.value(), slot * 4096, 4096,
+                    ops.handler([&read, slot] { read(slot); }));
+  };
+  for (std::size_t i = 0; i < 4; ++i) read(i);
+  run_until([&] { return readable(c.pipe()) && ops.succeeded >= 16; });
+  EXPECT_TRUE(c.hook()) << "the child's writes did not get going";
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  o.what = wait_end(conn);
+  ops.stopping = true;
+  run_until([&] { return ops.all_ended(); });
+  EXPECT_TRUE(ops.all_ended()) << ops.summary();
+  EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
+  o.what += "; " + ops.summary();
+  o.after = since(t0);
+  return o;
+}
+
+TEST_P(peer_kill, client_killed_server_reports_frees_and_keeps_serving) {
+  const phase ph = GetParam();
+  const auto o = client_killed(ph);
+  print("client-killed", ph, "C++", o);
+  EXPECT_LE(o.after, report_bound) << o.what;
+  expect_recovered();
+}
+
+// ---- the server dies, the client survives --------------------------------------------------
+
+outcome peer_kill::server_killed(phase ph) {
+  child c(role::server, ph, 0);
+  EXPECT_TRUE(c.started());
+  const auto listening = c.next();
+  EXPECT_TRUE(listening && listening->first == 'P');
+  if (!listening) return {};
+  const auto server_port = std::to_string(listening->second);
+  outcome o;
+  if (ph == phase::resolve) {
+    EXPECT_TRUE(c.hook());
+    std::optional<std::pair<std::error_code, arpma::connection>> end;
+    arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {},
+                              [&](std::error_code ec, arpma::conn_req req) {
+                                if (ec) {
+                                  end.emplace(ec, arpma::connection());
+                                  return;
+                                }
+                                req.async_connect({}, [&](std::error_code e, arpma::connection x) {
+                                  end.emplace(e, std::move(x));
+                                });
+                              });
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);  // the resolution is under way
+    const auto t0 = clock_type::now();
+    run_until([&] { return end.has_value(); });
+    if (!end) return {"connect never completes", since(t0)};
+    o.what = "connect " + connect_outcome(end->first, end->second);
+    o.after = since(t0);
+    return o;
+  }
+  if (ph == phase::connect || ph == phase::accept) {
+    std::optional<std::pair<std::error_code, arpma::connection>> end;
+    auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
+      arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {}, std::move(h));
+    });
+    EXPECT_FALSE(ec) << ec.message();
+    if (ec) return o;
+    req.async_connect(
+        {}, [&](std::error_code e, arpma::connection x) { end.emplace(e, std::move(x)); });
+    // The server took the request (connect) or accepted it (accept).
+    run_until([&] { return readable(c.pipe()); });
+    EXPECT_TRUE(c.hook());
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    run_until([&] { return end.has_value(); });
+    if (!end) return {"connect never completes", since(t0)};
+    o.what = "connect " + connect_outcome(end->first, end->second);
+    o.after = since(t0);
+    return o;
+  }
+  auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
+    arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {}, std::move(h));
+  });
+  EXPECT_FALSE(ec) << ec.message();
+  if (ec) return o;
+  auto [cec, conn] =
+      wait_for<arpma::connection>(io, [&](auto h) { req.async_connect({}, std::move(h)); });
+  EXPECT_FALSE(cec) << cec.message();
+  if (cec) return o;
+  if (ph == phase::disconnect) {
+    run_until([&] { return readable(c.pipe()); });
+    EXPECT_TRUE(c.hook());
+    EXPECT_EQ(c.kill(), 128 + SIGKILL);
+    const auto t0 = clock_type::now();
+    o.what = wait_end(conn);
+    std::optional<std::error_code> disc;
+    conn.async_disconnect([&](std::error_code e) { disc = e; });
+    run_until([&] { return disc.has_value(); });
+    EXPECT_FALSE(disc.value_or(std::make_error_code(std::errc::timed_out)));
+    o.what += ", disconnect " + describe(disc.value_or(std::make_error_code(std::errc::timed_out)));
+    o.after = since(t0);
+    return o;
+  }
+  // transfer: the client writes to and reads from the server's memory, 4 of
+  // each in flight, and has receives posted.
+  auto remote = arpma::remote_mr::from_descriptor(conn.private_data());
+  EXPECT_TRUE(remote);
+  if (!remote) return o;
+  in_flight ops;
+  for (std::size_t i = 0; i < 4; ++i) conn.async_recv(client_mr, 60000 + i * 64, 64, ops.handler());
+  std::function<void(std::size_t)> write = [&](std::size_t slot) {
+    conn.async_write(remote.value(), slot * 4096, client_mr, slot * 4096, 4096,
+                     ops.handler([&write, slot] { write(slot); }));
+  };
+  std::function<void(std::size_t)> read = [&](std::size_t slot) {
+    conn.async_read(client_mr, 32768 + slot * 4096, remote.value(), slot * 4096, 4096,
+                    ops.handler([&read, slot] { read(slot); }));
+  };
+  for (std::size_t i = 0; i < 4; ++i) {
+    write(i);
+    read(i);
+  }
+  run_until([&] { return readable(c.pipe()) && ops.succeeded >= 32; });
+  EXPECT_TRUE(c.hook());
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  o.what = wait_end(conn);
+  ops.stopping = true;
+  run_until([&] { return ops.all_ended(); });
+  EXPECT_TRUE(ops.all_ended()) << ops.summary();
+  EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
+  o.what += "; " + ops.summary();
+  o.after = since(t0);
+  return o;
+}
+
+TEST_P(peer_kill, server_killed_client_reports_frees_and_connects_again) {
+  const phase ph = GetParam();
+  const auto o = server_killed(ph);
+  print("server-killed", ph, "C++", o);
+  EXPECT_LE(o.after, report_bound) << o.what;
+  expect_recovered();
+}
+
+// ---- the C API as the survivor ------------------------------------------------------------
+// Blocking C calls must not hang on a dead peer: each is made only once its
+// fd is readable (poll with a bound), exactly as a C program with epoll does.
+
+/// A port free for TCP on `addr` (what the soft provider listens with;
+/// rdma_cm's port space on a real device is separate, so it is free there too).
+std::uint16_t free_port(const std::string& addr) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, asio::ip::tcp::endpoint(asio::ip::make_address(addr), 0));
+  return probe.local_endpoint().port();
+}
+
+int event_fd(rpma_conn* conn) {
+  int fd = -1;
+  EXPECT_EQ(rpma_conn_get_event_fd(conn, &fd), 0);
+  return fd;
+}
+
+/// The next connection event, read once its fd says it is there (at most 20 s).
+std::optional<rpma_conn_event> next_event(rpma_conn* conn) {
+  if (!readable(event_fd(conn), 20000)) return std::nullopt;
+  rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+  if (rpma_conn_next_event(conn, &ev) != 0) return std::nullopt;
+  return ev;
+}
+
+/// Takes `n` completions from the connection's CQ (at most 20 s); their
+/// statuses, counted.
+std::map<std::string, int> drain(rpma_conn* conn, int n) {
+  std::map<std::string, int> seen;
+  rpma_cq* cq = nullptr;
+  EXPECT_EQ(rpma_conn_get_cq(conn, &cq), 0);
+  int fd = -1;
+  EXPECT_EQ(rpma_cq_get_fd(cq, &fd), 0);
+  const auto end = clock_type::now() + 20s;
+  int got_all = 0;
+  while (got_all < n && clock_type::now() < end) {
+    std::array<ibv_wc, 8> wc{};
+    int got = 0;
+    const int rc = rpma_cq_get_wc(cq, static_cast<int>(wc.size()), wc.data(), &got);
+    if (rc == RPMA_E_NO_COMPLETION) {
+      if (readable(fd, 100)) {
+        EXPECT_EQ(rpma_cq_wait(cq), 0);
+      }
+      continue;
+    }
+    EXPECT_EQ(rc, 0);
+    if (rc != 0) break;
+    for (int i = 0; i < got; ++i)
+      ++seen[wc.at(static_cast<std::size_t>(i)).status == IBV_WC_SUCCESS
+                 ? "success"
+                 : ibv_wc_status_str(wc.at(static_cast<std::size_t>(i)).status)];
+    got_all += got;
+  }
+  return seen;
+}
+
+std::string summary(const std::map<std::string, int>& seen) {
+  std::string s;
+  for (const auto& [what, n] : seen) s += " " + std::to_string(n) + "x " + what;
+  return s;
+}
+
+/// All 8 completions of post_work came back; the 4 receives (the peer never
+/// sends) flushed, the reads done or failed.
+void expect_flushed(const std::map<std::string, int>& seen, const std::string& what) {
+  int total = 0;
+  for (const auto& [status, n] : seen) total += n;
+  EXPECT_EQ(total, 8) << what;
+  const auto flushed = seen.find(ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR));
+  EXPECT_GE(flushed == seen.end() ? 0 : flushed->second, 4) << what;
+}
+
+class peer_kill_capi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ibv_context* dev = nullptr;
+    ASSERT_EQ(rpma_utils_get_ibv_context(addr.c_str(), RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev), 0);
+    ASSERT_EQ(rpma_peer_new(dev, &peer), 0);
+    ASSERT_EQ(
+        rpma_mr_reg(peer, memory.data(), region,
+                    RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
+                        RPMA_MR_USAGE_WRITE_DST | RPMA_MR_USAGE_RECV | RPMA_MR_USAGE_SEND,
+                    &mr),
+        0);
+    std::array<char, 21> desc{};
+    ASSERT_EQ(rpma_mr_get_descriptor(mr, desc.data()), 0);
+    descriptor.assign(desc.begin(), desc.end());
+    port = free_port(addr);
+    ASSERT_EQ(rpma_ep_listen(peer, addr.c_str(), std::to_string(port).c_str(), &ep), 0);
+    serve_fresh_client();  // warm-up
+    baseline = settled_fds();
+  }
+  void TearDown() override {
+    EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
+    EXPECT_EQ(rpma_mr_dereg(&mr), 0);
+    EXPECT_EQ(rpma_peer_delete(&peer), 0);
+  }
+
+  /// Client and server on this thread: each blocking call waits only for
+  /// what is already on its way.
+  void serve_fresh_client() {
+    rpma_conn_req* out = nullptr;
+    ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), std::to_string(port).c_str(), nullptr, &out),
+              0);
+    char hello[] = "fresh";
+    const rpma_conn_private_data pd{hello, 5};
+    rpma_conn* client = nullptr;
+    ASSERT_EQ(rpma_conn_req_connect(&out, &pd, &client), 0);
+    int ep_fd = -1;
+    ASSERT_EQ(rpma_ep_get_fd(ep, &ep_fd), 0);
+    ASSERT_TRUE(readable(ep_fd, 10000));
+    rpma_conn_req* in = nullptr;
+    ASSERT_EQ(rpma_ep_next_conn_req(ep, nullptr, &in), 0);
+    rpma_conn_private_data heard{};
+    ASSERT_EQ(rpma_conn_req_get_private_data(in, &heard), 0);
+    EXPECT_EQ(std::string(static_cast<const char*>(heard.ptr), std::min<std::size_t>(heard.len, 5)),
+              "fresh");
+    rpma_conn* server = nullptr;
+    ASSERT_EQ(rpma_conn_req_connect(&in, nullptr, &server), 0);
+    EXPECT_EQ(next_event(server), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(next_event(client), RPMA_CONN_ESTABLISHED);
+    EXPECT_EQ(rpma_conn_disconnect(client), 0);
+    EXPECT_EQ(next_event(server), RPMA_CONN_CLOSED);
+    EXPECT_EQ(next_event(client), RPMA_CONN_CLOSED);
+    EXPECT_EQ(rpma_conn_delete(&server), 0);
+    EXPECT_EQ(rpma_conn_delete(&client), 0);
+  }
+
+  void expect_recovered() {
+    EXPECT_LE(settled_fds(baseline), baseline) << "descriptors left behind:" << list_fds();
+    serve_fresh_client();
+  }
+
+  /// Posts 4 receives and 4 reads of the peer's region (from its private
+  /// data); 8 completions will come back.
+  void post_work(rpma_conn* conn, std::span<const std::uint8_t> peer_desc) {
+    rpma_mr_remote* remote = nullptr;
+    ASSERT_EQ(rpma_mr_remote_from_descriptor(peer_desc.data(), 21, &remote), 0);
+    for (std::size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(rpma_recv(conn, mr, 60000 + i * 64, 64, nullptr), 0);
+      EXPECT_EQ(rpma_read(conn, mr, 32768 + i * 4096, remote, i * 4096, 4096,
+                          RPMA_F_COMPLETION_ALWAYS, nullptr),
+                0);
+    }
+    EXPECT_EQ(rpma_mr_remote_delete(&remote), 0);
+  }
+
+  std::string addr = test_addr();
+  rpma_peer* peer = nullptr;
+  rpma_ep* ep = nullptr;
+  std::vector<char> memory = std::vector<char>(region);
+  rpma_mr_local* mr = nullptr;
+  std::vector<std::uint8_t> descriptor;
+  std::uint16_t port = 0;
+  std::size_t baseline = 0;
+};
+
+std::string event_name(std::optional<rpma_conn_event> ev) {
+  return ev ? rpma_utils_conn_event_2str(*ev) : "no event";
+}
+
+TEST_F(peer_kill_capi, client_killed_connecting_accept_reports_it) {
+  child c(role::client, phase::connect, port);
+  ASSERT_TRUE(c.hook());
+  int ep_fd = -1;
+  ASSERT_EQ(rpma_ep_get_fd(ep, &ep_fd), 0);
+  ASSERT_TRUE(readable(ep_fd, 10000)) << "no request from the child";
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_ep_next_conn_req(ep, nullptr, &req), 0);
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  rpma_conn* conn = nullptr;
+  const int rc = rpma_conn_req_connect(&req, nullptr, &conn);
+  outcome o;
+  if (rc != 0) {
+    o.what = std::string("rpma_conn_req_connect: ") + rpma_err_2str(rc);
+  } else {
+    const auto ev = next_event(conn);
+    o.what = "accepted, then " + event_name(ev);
+    EXPECT_TRUE(ev && *ev != RPMA_CONN_ESTABLISHED) << o.what;  // nobody to establish with
+    EXPECT_EQ(rpma_conn_delete(&conn), 0);
+  }
+  o.after = since(t0);
+  print("client-killed", phase::connect, "C", o);
+  EXPECT_LE(o.after, report_bound);
+  c.finish();
+  expect_recovered();
+}
+
+TEST_F(peer_kill_capi, client_killed_transferring_work_flushes_and_closed_follows) {
+  child c(role::client, phase::transfer, port);
+  int ep_fd = -1;
+  ASSERT_EQ(rpma_ep_get_fd(ep, &ep_fd), 0);
+  ASSERT_TRUE(readable(ep_fd, 10000)) << "no request from the child";
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_ep_next_conn_req(ep, nullptr, &req), 0);
+  rpma_conn_private_data pd{};
+  ASSERT_EQ(rpma_conn_req_get_private_data(req, &pd), 0);
+  ASSERT_GE(pd.len, 21U);
+  const std::vector<std::uint8_t> child_desc(static_cast<const std::uint8_t*>(pd.ptr),
+                                             static_cast<const std::uint8_t*>(pd.ptr) + 21);
+  const rpma_conn_private_data answer{descriptor.data(), static_cast<std::uint8_t>(21)};
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, &answer, &conn), 0);
+  ASSERT_EQ(next_event(conn), RPMA_CONN_ESTABLISHED);
+  post_work(conn, child_desc);
+  EXPECT_TRUE(c.hook());
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  const auto ev = next_event(conn);
+  const auto seen = drain(conn, 8);
+  outcome o{event_name(ev) + ";" + summary(seen), since(t0)};
+  print("client-killed", phase::transfer, "C", o);
+  EXPECT_TRUE(ev == RPMA_CONN_CLOSED || ev == RPMA_CONN_LOST) << o.what;
+  expect_flushed(seen, o.what);
+  EXPECT_LE(o.after, report_bound);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
+  c.finish();
+  expect_recovered();
+}
+
+TEST_F(peer_kill_capi, server_killed_before_accepting_connect_reports_it) {
+  child c(role::server, phase::connect, 0);
+  const auto listening = c.next();
+  ASSERT_TRUE(listening && listening->first == 'P');
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), std::to_string(listening->second).c_str(),
+                              nullptr, &req),
+            0);
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &conn), 0);
+  ASSERT_TRUE(c.hook()) << "the server never saw the request";
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  const auto ev = next_event(conn);
+  outcome o{event_name(ev), since(t0)};
+  print("server-killed", phase::connect, "C", o);
+  EXPECT_TRUE(ev == RPMA_CONN_UNREACHABLE || ev == RPMA_CONN_REJECTED || ev == RPMA_CONN_LOST)
+      << o.what;
+  EXPECT_LE(o.after, report_bound);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
+  c.finish();
+  expect_recovered();
+}
+
+TEST_F(peer_kill_capi, server_killed_transferring_work_flushes_and_closed_follows) {
+  child c(role::server, phase::transfer, 0);
+  const auto listening = c.next();
+  ASSERT_TRUE(listening && listening->first == 'P');
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), std::to_string(listening->second).c_str(),
+                              nullptr, &req),
+            0);
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &conn), 0);
+  ASSERT_EQ(next_event(conn), RPMA_CONN_ESTABLISHED);
+  rpma_conn_private_data pd{};
+  ASSERT_EQ(rpma_conn_get_private_data(conn, &pd), 0);
+  ASSERT_GE(pd.len, 21U);
+  post_work(conn, {static_cast<const std::uint8_t*>(pd.ptr), 21});
+  EXPECT_TRUE(c.hook());
+  EXPECT_EQ(c.kill(), 128 + SIGKILL);
+  const auto t0 = clock_type::now();
+  const auto ev = next_event(conn);
+  const auto seen = drain(conn, 8);
+  outcome o{event_name(ev) + ";" + summary(seen), since(t0)};
+  print("server-killed", phase::transfer, "C", o);
+  EXPECT_TRUE(ev == RPMA_CONN_CLOSED || ev == RPMA_CONN_LOST) << o.what;
+  expect_flushed(seen, o.what);
+  EXPECT_LE(o.after, report_bound);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
+  c.finish();
+  expect_recovered();
+}
+
+INSTANTIATE_TEST_SUITE_P(every_phase, peer_kill, ::testing::ValuesIn(phases),
+                         [](const auto& p) { return std::string(name(p.param)); });
+
+}  // namespace
