@@ -31,14 +31,15 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
