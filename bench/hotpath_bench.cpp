@@ -9,8 +9,10 @@
 //                     outside the timed region, so the queue never fills.
 //                     "per_post_ns" is the mean per work request. What is
 //                     measured: argument and range checks, the work request,
-//                     and the soft provider's post (its send queue lock and
-//                     the wake-up of its progress thread, the "doorbell").
+//                     and the soft provider's post, which writes the frame to
+//                     its TCP socket from the caller's thread (sendmsg(2) on
+//                     loopback: the "doorbell", and most of the figure). The
+//                     C / C++ / core differences are the wrappers' cost.
 // dispatch_completion 8 async_write operations (callbacks) are started and
 //                     left to complete in the CQ (untimed: the completion
 //                     channel fires, then 300 us more so all 8 are there);

@@ -33,4 +33,4 @@ set format x "%g"
 set xlabel "connections in flight"
 set ylabel "connections / s (connect, ESTABLISHED, disconnect, CLOSED)"
 set key bottom right
-plot dir."/conn_setup.dat" using 1:2 with linespoints title "conn_setup_bench"
+plot dir."/conn_setup.dat" using 1:2:3:4 with yerrorlines title "conn_setup_bench (median; bars: min, max)"

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's JSON results into gnuplot data files and summary.md.
 
-    plot_data.py RESULTS_DIR
+    plot_data.py RESULTS_DIR [SETUP_RUNS_DIR]
 
 Reads soft_datapath.json (message-size sweep), conn_setup_k*.json (one per
-number in flight; merged into conn_setup.json), datapath.json, scale.json,
+number in flight and repeat, in SETUP_RUNS_DIR, default RESULTS_DIR; merged
+into conn_setup.json), datapath.json, scale.json,
 hotpath.json and machine.json when present. Standard library only.
 """
 import glob
 import json
 import os
 import re
+import statistics
 import sys
 
 
@@ -61,22 +63,29 @@ def main():
                              f"{p['soft_mbps']:.0f} MB/s | {p['soft_mbps'] / p['tcp_mbps']:.2f} |")
             lines.append("")
 
-    setups = []
-    for path in glob.glob(os.path.join(out, "conn_setup_k*.json")):
+    runs = []
+    runs_dir = sys.argv[2] if len(sys.argv) > 2 else out
+    for path in glob.glob(os.path.join(runs_dir, "conn_setup_k*.json")):
         d = load(path)
         if d:
-            setups.append(d)
-    setups.sort(key=lambda d: d["in_flight"])
+            runs.append(d)
+    by_k = {}
+    for d in runs:
+        by_k.setdefault(d["in_flight"], []).append(d["connect_per_s"])
+    setups = [{"in_flight": k, "connect_per_s": statistics.median(v), "runs": sorted(v)}
+              for k, v in sorted(by_k.items())]
     if setups:
         with open(os.path.join(out, "conn_setup.json"), "w") as f:
-            json.dump({"bench": "conn_setup_bench", "runs": setups}, f, indent=2)
+            json.dump({"bench": "conn_setup_bench", "connections_per_run": runs[0]["connections"],
+                       "median_per_in_flight": setups}, f, indent=2)
         with open(os.path.join(out, "conn_setup.dat"), "w") as dat:
-            dat.write("# in_flight connect_per_s\n")
+            dat.write("# in_flight median_connect_per_s min max\n")
             for d in setups:
-                dat.write(f"{d['in_flight']} {d['connect_per_s']}\n")
+                dat.write(f"{d['in_flight']} {d['connect_per_s']} {d['runs'][0]} {d['runs'][-1]}\n")
         lines += ["| conn_setup_bench: in flight | " + " | ".join(str(d["in_flight"]) for d in setups) + " |",
                   "|---" * (len(setups) + 1) + "|",
-                  "| connections/s | " + " | ".join(f"{d['connect_per_s']:.0f}" for d in setups) + " |", ""]
+                  f"| connections/s (median of {len(setups[0]['runs'])}) | "
+                  + " | ".join(f"{d['connect_per_s']:.0f}" for d in setups) + " |", ""]
 
     dp = load(os.path.join(out, "datapath.json"))
     if dp:

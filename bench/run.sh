@@ -42,11 +42,13 @@ if [[ "${mode}" == quick ]]; then
   gbench_min_time=0.05
   setup_n=400
   setup_k=(1 4 16 64)
+  setup_repeats=1
   scale_n=1000
 else
-  gbench_min_time=0.5
+  gbench_min_time=1
   setup_n=3000
   setup_k=(1 2 4 8 16 32 64 128 256)
+  setup_repeats=3
   scale_n=10000
 fi
 
@@ -83,19 +85,24 @@ run 300 "${bin}/soft_datapath_bench" "${quick_flag[@]}" --sweep --json "${out}/s
 step "datapath_bench: co_await vs C path, fd and busy-poll"
 run 300 "${bin}/datapath_bench" "${quick_flag[@]}" --json "${out}/datapath.json"
 
-step "conn_setup_bench: connection setup rate vs requests in flight (${setup_n} each)"
-rm -f "${out}"/conn_setup_k*.json
-for k in "${setup_k[@]}"; do
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  run 180 "${bin}/conn_setup_bench" 127.0.0.1 "${port}" "${setup_n}" "${k}" \
-    --json "${out}/conn_setup_k${k}.json"
+step "conn_setup_bench: connection setup rate vs requests in flight (${setup_n} each, ${setup_repeats}x; the median is plotted)"
+# One JSON per run in a scratch folder; plot_data.py keeps the medians and
+# every run's figure in conn_setup.json.
+setup_runs="$(mktemp -d)"
+trap 'rm -rf "${setup_runs}"' EXIT
+for r in $(seq 1 "${setup_repeats}"); do
+  for k in "${setup_k[@]}"; do
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    run 180 "${bin}/conn_setup_bench" 127.0.0.1 "${port}" "${setup_n}" "${k}" \
+      --json "${setup_runs}/conn_setup_k${k}_r${r}.json"
+  done
 done
 
 step "scale_bench: ${scale_n} connections on one io_context"
 run 420 "${bin}/scale_bench" --connections "${scale_n}" --json "${out}/scale.json"
 
 step "plots"
-python3 "${root}/bench/plot_data.py" "${out}"
+python3 "${root}/bench/plot_data.py" "${out}" "${setup_runs}"
 gnuplot -e "dir='${out}'" "${root}/bench/plot.gp"
 ls -l "${out}"/*.png
 python3 - "${out}/machine.json" <<'PY'

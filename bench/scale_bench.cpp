@@ -236,19 +236,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   const rlim_t limit = raise_fd_limit();
-  // Each side needs a socket and a completion channel per connection (see the
-  // accounting below), plus a few dozen fds of its own.
+  // Each side needs a socket (the soft provider's transport) and an eventfd
+  // (the connection's completion channel) per connection, plus a few dozen
+  // fds of its own; the rdma_cm event channel is one for all.
   constexpr int fds_per_connection = 2;
   constexpr int reserve = 64;
   const int fit = (static_cast<int>(limit) - reserve) / fds_per_connection;
   const int wanted = opt.connections;
   if (fit < opt.connections) {
+    const int needed = opt.connections * fds_per_connection + reserve;
     std::printf(
         "scale_bench: RLIMIT_NOFILE hard limit is %lu: %d connections need about %d fds per "
-        "side; running with %d (raise the hard limit, e.g. `ulimit -Hn %d` as root, for all)\n",
-        static_cast<unsigned long>(limit), opt.connections,
-        opt.connections * fds_per_connection + reserve, fit,
-        opt.connections * fds_per_connection + reserve);
+        "side; running with %d (for all of them, raise the hard limit: prlimit --nofile=%d:%d, "
+        "which needs CAP_SYS_RESOURCE)\n",
+        static_cast<unsigned long>(limit), opt.connections, needed, fit, needed, needed);
     opt.connections = fit;
   }
 

@@ -48,8 +48,8 @@ constexpr std::size_t sweep_max = std::size_t{1} << 20;
 int paired_rounds = 7;  // --quick: 3
 constexpr int pings_per_round = 2000;
 std::size_t bytes_per_round = std::size_t{256} << 20;  // --quick: 64 MiB
-int sweep_rounds = 3;                                  // --quick: 1
-double sweep_point_s = 0.25;                           // --quick: 0.1; per measurement
+int sweep_rounds = 5;                                  // --quick: 1
+double sweep_point_s = 0.3;                            // --quick: 0.1; per measurement
 
 template <class T>
 T need(arpma::result<T> r, const char* what) {
