@@ -62,11 +62,12 @@ run() {
   timeout --kill-after=10 "${limit}" "$@"
 }
 
-python3 - "${out}/machine.json" "${mode}" <<'PY'
+python3 - "${out}/machine.json" "${mode}" "${root}" <<'PY'
 import json, os, platform, subprocess, sys, time
 model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 try:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", sys.argv[3], "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
 except OSError:
     commit = ""
 json.dump({"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "mode": sys.argv[2],
