@@ -4,7 +4,7 @@
 // everything; the client keeps K connects (resolve, connect, ESTABLISHED,
 // disconnect, CLOSED) in flight until N are done. Prints "connect_per_s X".
 //
-//   conn_setup_bench ADDR PORT N K
+//   conn_setup_bench ADDR PORT N K [--json FILE]
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/endpoint.hpp"
@@ -70,8 +70,9 @@ struct client {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s ADDR PORT N K\n", argv[0]);
+  const bool with_json = argc == 7 && std::string(argv[5]) == "--json";
+  if (argc != 5 && !with_json) {
+    std::fprintf(stderr, "usage: %s ADDR PORT N K [--json FILE]\n", argv[0]);
     return 2;
   }
   const std::string addr = argv[1];
@@ -109,5 +110,15 @@ int main(int argc, char** argv) {
   server.join();
   std::printf("connect_per_s %.1f (done %d, failed %d, in flight %d)\n", c.done / seconds, c.done,
               c.failed, k);
+  if (with_json) {
+    if (FILE* f = std::fopen(argv[6], "w")) {
+      std::fprintf(f,
+                   "{\n  \"bench\": \"conn_setup_bench\",\n  \"connections\": %d,\n"
+                   "  \"in_flight\": %d,\n  \"done\": %d,\n  \"failed\": %d,\n"
+                   "  \"seconds\": %.6f,\n  \"connect_per_s\": %.1f\n}\n",
+                   n, k, c.done, c.failed, seconds, c.done / seconds);
+      std::fclose(f);
+    }
+  }
   return c.done == n && c.failed == 0 ? 0 : 1;
 }

@@ -4,6 +4,8 @@
 // run, on the chosen provider (soft on loopback by default; ARPMA_PROVIDER=verbs
 // ARPMA_TEST_ADDR=... in the Soft-RoCE guest). Prints medians, p99 and the
 // co_await / C ratios (target: <= 1.1). Bounded: N round trips per case.
+//
+//   datapath_bench [--quick] [--json FILE]   (--quick: 1 round of 2,000)
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/mr.hpp"
@@ -32,9 +34,9 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int rounds = 3;
+int rounds = 3;
 constexpr int warmup = 500;
-constexpr int samples = 5000;
+int samples = 5000;
 constexpr std::size_t message = 64;
 
 std::string target() {
@@ -164,7 +166,26 @@ std::vector<double> coawait_path(const arpma::peer& peer, const std::string& add
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string json;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      rounds = 1;
+      samples = 2000;
+    } else if (a == "--json" && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "w");
+  if (out != nullptr)
+    std::fprintf(out,
+                 "{\n  \"bench\": \"datapath_bench\",\n  \"message\": %zu,\n"
+                 "  \"rounds\": %d,\n  \"samples\": %d,\n  \"modes\": [",
+                 message, rounds, samples);
   const auto addr = target();
   ibv_context* dev = nullptr;
   check(rpma_utils_get_ibv_context(addr.c_str(), RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev), "device");
@@ -199,6 +220,16 @@ int main() {
         busy ? "busy-poll" : "fd", busy ? "spin on rpma_cq_get_wc" : "rpma_cq_wait",
         best_c.median_us, best_c.p99_us, best_cxx.median_us, best_cxx.p99_us,
         best_cxx.median_us / best_c.median_us);
+    if (out != nullptr)
+      std::fprintf(out,
+                   "%s\n    {\"mode\": \"%s\", \"c_median_us\": %.3f, \"c_p99_us\": %.3f, "
+                   "\"coawait_median_us\": %.3f, \"coawait_p99_us\": %.3f, \"ratio\": %.3f}",
+                   busy ? "," : "", busy ? "busy_poll" : "fd", best_c.median_us, best_c.p99_us,
+                   best_cxx.median_us, best_cxx.p99_us, best_cxx.median_us / best_c.median_us);
+  }
+  if (out != nullptr) {
+    std::fprintf(out, "\n  ]\n}\n");
+    std::fclose(out);
   }
   server.join();
   (void)peer.close();

@@ -5,6 +5,15 @@
 // TCP connection. TCP and soft rounds alternate so both see the same load;
 // prints the medians and the median of the per-round ratios (targets: latency
 // <= 1.5x TCP, bandwidth >= 0.7x TCP). The whole run takes a few seconds.
+//
+// --sweep adds a message-size sweep, 64 B to 1 MiB: RDMA write latency (post,
+// spin on the CQ until its completion, i.e. until the peer placed it) against
+// TCP (send the message, the peer answers one byte once it has all of it),
+// and RDMA write bandwidth at queue depth 16 against streaming messages of
+// that size over TCP; each point is time-bounded, TCP and soft in turn.
+// --quick: fewer rounds and shorter points. --json FILE: the figures as JSON.
+//
+//   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw
 #include "provider/soft/soft_provider.hpp"
 
 #include <arpa/inet.h>
@@ -35,9 +44,12 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::size_t small = 64;
 constexpr std::size_t chunk = 64 << 10;
 constexpr int depth = 16;
-constexpr int paired_rounds = 7;
+constexpr std::size_t sweep_max = std::size_t{1} << 20;
+int paired_rounds = 7;  // --quick: 3
 constexpr int pings_per_round = 2000;
-constexpr std::size_t bytes_per_round = std::size_t{256} << 20;
+std::size_t bytes_per_round = std::size_t{256} << 20;  // --quick: 64 MiB
+int sweep_rounds = 5;                                  // --quick: 1
+double sweep_point_s = 0.3;                            // --quick: 0.1; per measurement
 
 template <class T>
 T need(arpma::result<T> r, const char* what) {
@@ -99,7 +111,7 @@ struct endpoint {
   prov::comp_channel* cc = nullptr;
   prov::cq* cq = nullptr;
   prov::mr* mr = nullptr;
-  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(depth * chunk);
+  std::vector<std::uint8_t> buf;
 };
 
 prov::cm_event wait_event(prov::provider& p, prov::event_channel* ch) {
@@ -114,9 +126,11 @@ prov::cm_event wait_event(prov::provider& p, prov::event_channel* ch) {
 
 class soft_pair {
  public:
-  soft_pair() {
+  /// `slot`: the largest message; each side registers `depth` slots.
+  explicit soft_pair(std::size_t slot = chunk) : slot_(slot) {
     dev_ = need(soft.find_device("127.0.0.1", false), "device");
     for (endpoint* e : {&a, &b}) {
+      e->buf.assign(depth * slot_, 0);
       e->ch = need(soft.create_event_channel(), "channel");
       e->pd = need(soft.alloc_pd(dev_), "pd");
       e->cc = need(soft.create_comp_channel(dev_), "comp channel");
@@ -183,8 +197,8 @@ class soft_pair {
   endpoint b;
 
  private:
-  static std::uint64_t addr(endpoint& e, std::size_t slot) {
-    return reinterpret_cast<std::uintptr_t>(e.buf.data() + slot * chunk);
+  [[nodiscard]] std::uint64_t addr(endpoint& e, std::size_t slot) const {
+    return reinterpret_cast<std::uintptr_t>(e.buf.data() + slot * slot_);
   }
 
   void connect() {
@@ -216,6 +230,7 @@ class soft_pair {
     check(soft.create_qp(e.id, e.pd, config), "create_qp");
   }
 
+  std::size_t slot_;
   prov::device* dev_ = nullptr;
 };
 
@@ -381,6 +396,137 @@ double tcp_bandwidth(int rounds) {
   return median(rates);
 }
 
+// ---- message-size sweep -----------------------------------------------------------
+
+bool time_left(clock_type::time_point start, int done, int at_least, int at_most) {
+  if (done < at_least) return true;
+  if (done >= at_most) return false;
+  return std::chrono::duration<double>(clock_type::now() - start).count() < sweep_point_s;
+}
+
+/// Median latency of one RDMA write of `size` (post, spin until its completion), in us.
+double soft_write_latency(std::size_t size) {
+  soft_pair pair(size);
+  const pinned cpu(0);
+  std::vector<double> us;
+  const auto start = clock_type::now();
+  while (time_left(start, static_cast<int>(us.size()), 50, 20000)) {
+    const auto t0 = clock_type::now();
+    pair.post(pair.a, prov::wr_opcode::rdma_write, 0, static_cast<std::uint32_t>(size), true);
+    (void)pair.wait_wc(pair.a, true);
+    us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+  }
+  return median(us);
+}
+
+/// TCP's equivalent: `size` bytes out, a one-byte answer once they are all in.
+double tcp_write_latency(std::size_t size) {
+  tcp_pair pair;
+  const pinned cpu(0);
+  std::thread peer([&pair, size] {
+    pin(1);
+    std::vector<std::uint8_t> buf(size);
+    for (;;) {
+      std::uint8_t more = 0;
+      read_exact(pair.server, &more, 1, true);
+      if (more == 0) return;
+      read_exact(pair.server, buf.data(), size, true);
+      write_exact(pair.server, &more, 1);
+    }
+  });
+  std::vector<std::uint8_t> buf(size + 1, 0x42);
+  std::vector<double> us;
+  const auto start = clock_type::now();
+  while (time_left(start, static_cast<int>(us.size()), 50, 20000)) {
+    const auto t0 = clock_type::now();
+    buf[0] = 1;  // "one more message" marker, then the message, in one send
+    write_exact(pair.client, buf.data(), size + 1);
+    read_exact(pair.client, buf.data(), 1, true);
+    us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+  }
+  const std::uint8_t end = 0;
+  write_exact(pair.client, &end, 1);
+  peer.join();
+  return median(us);
+}
+
+/// RDMA writes of `size` kept `depth` deep for about sweep_point_s, in MB/s.
+double soft_write_bandwidth_at(std::size_t size) {
+  soft_pair pair(size);
+  const auto len = static_cast<std::uint32_t>(size);
+  int posted = 0;
+  int done = 0;
+  const auto start = clock_type::now();
+  for (; posted < depth; ++posted)
+    pair.post(pair.a, prov::wr_opcode::rdma_write, posted, len, true);
+  while (done < posted) {
+    (void)pair.wait_wc(pair.a, false);
+    ++done;
+    if (time_left(start, posted, 4 * depth, 1 << 22)) {
+      pair.post(pair.a, prov::wr_opcode::rdma_write, posted % depth, len, true);
+      ++posted;
+    }
+  }
+  const double sec = std::chrono::duration<double>(clock_type::now() - start).count();
+  return static_cast<double>(size) * done / sec / 1e6;
+}
+
+/// Messages of `size` streamed over TCP for about sweep_point_s, until the
+/// peer has read them all, in MB/s.
+double tcp_bandwidth_at(std::size_t size) {
+  tcp_pair pair;
+  std::thread sink([&pair, size] {
+    std::vector<std::uint8_t> buf(std::max<std::size_t>(size, 64 << 10));
+    while (::recv(pair.server, buf.data(), buf.size(), 0) > 0) {
+    }
+    const std::uint8_t done = 1;
+    write_exact(pair.server, &done, 1);
+  });
+  std::vector<std::uint8_t> buf(size, 0x42);
+  int sent = 0;
+  const auto start = clock_type::now();
+  while (time_left(start, sent, 4 * depth, 1 << 22)) {
+    write_exact(pair.client, buf.data(), size);
+    ++sent;
+  }
+  (void)::shutdown(pair.client, SHUT_WR);
+  std::uint8_t done = 0;
+  read_exact(pair.client, &done, 1);
+  const double sec = std::chrono::duration<double>(clock_type::now() - start).count();
+  sink.join();
+  return static_cast<double>(size) * sent / sec / 1e6;
+}
+
+struct sweep_point {
+  std::size_t size;
+  double tcp_latency_us;
+  double soft_latency_us;
+  double tcp_mbps;
+  double soft_mbps;
+};
+
+std::vector<sweep_point> sweep() {
+  std::vector<sweep_point> points;
+  for (std::size_t size = 64; size <= sweep_max; size *= 4) {
+    std::vector<double> tl, sl, tb, sb;
+    for (int r = 0; r < sweep_rounds; ++r) {
+      tl.push_back(tcp_write_latency(size));
+      sl.push_back(soft_write_latency(size));
+      tb.push_back(tcp_bandwidth_at(size));
+      sb.push_back(soft_write_bandwidth_at(size));
+    }
+    points.push_back({size, median(tl), median(sl), median(tb), median(sb)});
+    const auto& p = points.back();
+    std::printf(
+        "  %8zu B  latency: TCP %9.1f us  soft %9.1f us  (%.2f)   bandwidth: TCP %7.0f "
+        "MB/s  soft %7.0f MB/s  (%.2f)\n",
+        size, p.tcp_latency_us, p.soft_latency_us, p.soft_latency_us / p.tcp_latency_us, p.tcp_mbps,
+        p.soft_mbps, p.soft_mbps / p.tcp_mbps);
+    std::fflush(stdout);
+  }
+  return points;
+}
+
 /// Median over `paired_rounds` of (soft, tcp, soft/tcp), the two measured in turn
 /// so that both see the same load on a shared machine.
 struct paired {
@@ -402,6 +548,28 @@ paired interleave(Soft soft, Tcp tcp) {
   return {median(s), median(t), median(r)};
 }
 
+void write_json(const std::string& path, const paired& rtt, const paired& bw,
+                const std::vector<sweep_point>& points) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path);
+  std::fprintf(f, "{\n  \"bench\": \"soft_datapath_bench\",\n");
+  std::fprintf(f,
+               "  \"rtt_64b_us\": {\"tcp\": %.3f, \"soft\": %.3f, \"ratio\": %.3f},\n"
+               "  \"write_bw_64k_qd%d_mbps\": {\"tcp\": %.1f, \"soft\": %.1f, \"ratio\": "
+               "%.3f},\n  \"sweep\": [",
+               rtt.tcp, rtt.soft, rtt.ratio, depth, bw.tcp, bw.soft, bw.ratio);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    std::fprintf(f,
+                 "%s\n    {\"size\": %zu, \"tcp_latency_us\": %.3f, \"soft_latency_us\": "
+                 "%.3f, \"tcp_mbps\": %.1f, \"soft_mbps\": %.1f}",
+                 i ? "," : "", p.size, p.tcp_latency_us, p.soft_latency_us, p.tcp_mbps,
+                 p.soft_mbps);
+  }
+  std::fprintf(f, "\n  ]\n}\n");
+  std::fclose(f);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -415,6 +583,24 @@ int main(int argc, char** argv) {
       std::printf("soft RDMA write %.0f MB/s\n", soft_write_bandwidth(paired_rounds));
       return 0;
     }
+    bool with_sweep = false;
+    std::string json;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--quick") {
+        paired_rounds = 3;
+        bytes_per_round = std::size_t{64} << 20;
+        sweep_rounds = 1;
+        sweep_point_s = 0.1;
+      } else if (a == "--sweep") {
+        with_sweep = true;
+      } else if (a == "--json" && i + 1 < argc) {
+        json = argv[++i];
+      } else {
+        std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw\n", argv[0]);
+        return 2;
+      }
+    }
     const paired rtt = interleave(soft_rtt, tcp_rtt);
     const paired bw = interleave(soft_write_bandwidth, tcp_bandwidth);
     std::printf("64 B ping-pong round trip, median of %d rounds of %d (TCP and soft in turn):\n",
@@ -426,6 +612,14 @@ int main(int argc, char** argv) {
     std::printf(
         "  raw TCP %8.0f MB/s soft RDMA write QD%d %8.0f MB/s  ratio %.2f (target >= 0.7)\n",
         bw.tcp, depth, bw.soft, bw.ratio);
+    std::vector<sweep_point> points;
+    if (with_sweep) {
+      std::printf("RDMA write vs TCP by message size (median of %d, soft/TCP in brackets):\n",
+                  sweep_rounds);
+      std::fflush(stdout);
+      points = sweep();
+    }
+    if (!json.empty()) write_json(json, rtt, bw, points);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "soft_datapath_bench: %s\n", e.what());

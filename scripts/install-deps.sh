@@ -13,6 +13,8 @@ PACKAGES=(
   rdma-core
   # unit tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # bench/run.sh: JSON to plot data (python3), PNG plots without X
+  gnuplot-nox python3
   # formatting and linting (scripts/lint.sh)
   clang-format clang-tidy
   # sanitizer runtimes for clang builds (the asan/tsan presets also work with g++)
