@@ -56,6 +56,8 @@ class client {
 
   asio::awaitable<void> run();
   [[nodiscard]] int signal() const { return signal_; }
+  /// Stops waiting for signals, so the loop can end also when run() threw.
+  void end() { signals_.cancel(); }
 
  private:
   void wait_signal();
@@ -301,6 +303,7 @@ int run_client(const options& opts, const std::string& provider) {
   client c(io, *peer, report);
   asio::co_spawn(io, c.run(), [&](const std::exception_ptr& e) {
     if (e) report.error = "unexpected exception";
+    c.end();
   });
   io.run();
   if (report.interrupted)

@@ -51,10 +51,16 @@ class server {
 
   asio::awaitable<void> run();
   [[nodiscard]] bool failed() const { return failed_; }
+  /// After run() threw: stops serving and waiting for signals, so the loop can end.
+  void abandon() {
+    stop();
+    signals_.cancel();
+  }
 
  private:
   void wait_signal();
   asio::awaitable<void> serve(arpma::conn_req req, hello h);
+  asio::awaitable<void> serve_connection(arpma::connection& conn, const hello& h);
   asio::awaitable<void> receiver(arpma::connection& conn, const arpma::local_mr& mr,
                                  std::size_t max, bool echo);
   void connection_done(const hello& h);
@@ -127,16 +133,14 @@ asio::awaitable<void> server::run() {
   finish_if_idle();
 }
 
-// One connection: accepted with the region's descriptor, receivers for a send test, then
-// waiting until the client disconnects (or stop() does).
+// One connection: accepted with the region's descriptor, then served until it closes.
 asio::awaitable<void> server::serve(arpma::conn_req req, hello h) {
-  const auto ex = co_await asio::this_coro::executor;
   run_state& run = runs_[h.run_id];
   if (run.accepted++ == 0)
     std::printf("arpma-perf server: run from a client: %s %s, %u connection(s), qd %u\n",
                 std::string(to_string(h.op)).c_str(), std::string(to_string(h.test)).c_str(),
                 h.conns, h.qd);
-  deadline dl(ex);
+  deadline dl(co_await asio::this_coro::executor);
   auto [ec, conn] = co_await req.async_connect(region_, dl.arm(quiet_limit));
   dl.disarm();
   if (ec) {
@@ -144,34 +148,47 @@ asio::awaitable<void> server::serve(arpma::conn_req req, hello h) {
   } else {
     live_.insert(&conn);
     if (stopping_) (void)conn.disconnect();
-    if (h.mode == poll_mode::busy_poll) conn.set_busy_poll(busy_poll_budget);
-    std::vector<char> memory;
-    arpma::local_mr mr;
-    std::size_t pending = 0;
-    asio::steady_timer wake(ex, asio::steady_timer::time_point::max());
-    if (h.op == op_kind::send) {
-      memory.assign(2 * std::size_t{h.max_size}, 's');
-      auto reg = arpma::local_mr::reg(peer_, memory.data(), memory.size(),
-                                      arpma::mr_usage::send | arpma::mr_usage::recv);
-      if (reg) mr = std::move(reg.value());
-      const bool echo = h.test == test_kind::lat;
-      for (std::uint32_t i = 0; mr && i < receives_per_op * h.qd; ++i) {
-        ++pending;
-        asio::co_spawn(ex, receiver(conn, mr, h.max_size, echo), [&](const std::exception_ptr&) {
-          if (--pending == 0) wake.cancel();
-        });
-      }
-    }
-    (void)co_await conn.async_next_event(awaitable_tuple);  // closed or lost
-    (void)co_await conn.async_disconnect(dl.arm(quiet_limit));
-    dl.disarm();
-    (void)conn.close();  // completes the receives in flight (aborted)
+    co_await serve_connection(conn, h);
     live_.erase(&conn);
-    while (pending > 0) (void)co_await wake.async_wait(awaitable_tuple);
   }
   connection_done(h);
   --serving_;
   finish_if_idle();
+}
+
+// Receivers for a send test, then waiting until the client disconnects (or stop() does).
+asio::awaitable<void> server::serve_connection(arpma::connection& conn, const hello& h) {
+  const auto ex = co_await asio::this_coro::executor;
+  if (h.mode == poll_mode::busy_poll) conn.set_busy_poll(busy_poll_budget);
+  std::vector<char> memory;
+  arpma::local_mr mr;
+  std::size_t pending = 0;
+  asio::steady_timer wake(ex, asio::steady_timer::time_point::max());
+  if (h.op == op_kind::send) {
+    memory.assign(2 * std::size_t{h.max_size}, 's');
+    auto reg = arpma::local_mr::reg(peer_, memory.data(), memory.size(),
+                                    arpma::mr_usage::send | arpma::mr_usage::recv);
+    if (reg) {
+      mr = std::move(reg.value());
+    } else {
+      std::fprintf(stderr, "arpma-perf server: registering %zu bytes: %s\n", memory.size(),
+                   reg.error().message().c_str());
+      (void)conn.disconnect();  // the client learns it from its failing sends
+    }
+    const bool echo = h.test == test_kind::lat;
+    for (std::uint32_t i = 0; mr && i < receives_per_op * h.qd; ++i) {
+      ++pending;
+      asio::co_spawn(ex, receiver(conn, mr, h.max_size, echo), [&](const std::exception_ptr&) {
+        if (--pending == 0) wake.cancel();
+      });
+    }
+  }
+  (void)co_await conn.async_next_event(awaitable_tuple);  // closed or lost
+  deadline dl(ex);
+  (void)co_await conn.async_disconnect(dl.arm(quiet_limit));
+  dl.disarm();
+  (void)conn.close();  // completes the receives in flight (aborted)
+  while (pending > 0) (void)co_await wake.async_wait(awaitable_tuple);
 }
 
 asio::awaitable<void> server::receiver(arpma::connection& conn, const arpma::local_mr& mr,
@@ -219,7 +236,10 @@ int run_server(const options& opts, const std::string& provider) {
               unsigned{ep.value().port()}, provider.c_str());
   server s(io, *peer, opts, std::move(ep.value()), mr.value());
   bool crashed = false;
-  asio::co_spawn(io, s.run(), [&](const std::exception_ptr& e) { crashed = e != nullptr; });
+  asio::co_spawn(io, s.run(), [&](const std::exception_ptr& e) {
+    crashed = e != nullptr;
+    if (crashed) s.abandon();
+  });
   io.run();
   return s.failed() || crashed ? exit_failed : exit_ok;
 }
