@@ -68,7 +68,8 @@ std::size_t parse_one_size(std::string_view text) {
   std::string_view digits = text;
   std::uint64_t unit = 1;
   if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) unit = 1024;
-  if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M')) unit = 1024 * 1024;
+  if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M'))
+    unit = std::uint64_t{1024} * 1024;
   if (unit != 1) digits.remove_suffix(1);
   const std::uint64_t n = parse_u64(digits, "--size");
   if (n == 0 || n > max_message_size / unit)
@@ -137,7 +138,7 @@ constexpr std::pair<std::string_view, provider_choice> providers[] = {
 // What was given, before defaults and cross-checks.
 struct given {
   std::set<std::string_view> names;
-  bool has(std::string_view n) const { return names.count(n) != 0; }
+  [[nodiscard]] bool has(std::string_view n) const { return names.contains(n); }
 };
 
 void apply(options& o, std::string_view name, std::string_view v) {
@@ -208,7 +209,8 @@ options parse_options(std::span<const std::string_view> args) {
   for (std::size_t i = 1; i < args.size(); ++i) {
     std::string_view name = args[i];
     std::optional<std::string_view> value;
-    if (const std::size_t eq = name.find('='); name.starts_with("--") && eq != name.npos) {
+    if (const std::size_t eq = name.find('=');
+        name.starts_with("--") && eq != std::string_view::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }

@@ -9,8 +9,7 @@ namespace {
 std::string format(const char* fmt, auto... values) {
   char buf[256];
   const int n = std::snprintf(buf, sizeof buf, fmt, values...);
-  return std::string(
-      buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1) : 0);
+  return {buf, n > 0 ? std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1) : 0};
 }
 
 double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
@@ -25,7 +24,7 @@ std::string json_result(const size_result& s) {
   j += ", \"elapsed_s\": " + json_number(s.elapsed_s);
   j += ", \"ops_per_s\": " + json_number(s.ops_per_s);
   j += ", \"gb_per_s\": " + json_number(s.gb_per_s);
-  j += ", \"latency_ns\": {\"min\": " + std::to_string(s.min_ns);
+  j += R"(, "latency_ns": {"min": )" + std::to_string(s.min_ns);
   j += ", \"median\": " + std::to_string(s.median_ns);
   j += ", \"p99\": " + std::to_string(s.p99_ns);
   j += ", \"p99_9\": " + std::to_string(s.p999_ns);
@@ -71,7 +70,7 @@ std::string json_string(std::string_view s) {
 }
 
 std::string to_json(const run_report& r, std::string_view version) {
-  std::string j = "{\"tool\": \"arpma-perf\", \"version\": " + json_string(version);
+  std::string j = R"({"tool": "arpma-perf", "version": )" + json_string(version);
   j += ", \"provider\": " + json_string(r.provider);
   j += ", \"parameters\": " + json_parameters(r.opts);
   j += ", \"interrupted\": " + std::string(r.interrupted ? "true" : "false");

@@ -17,7 +17,7 @@ constexpr std::size_t bucket_count = exact_below + (64 - 7) * sub_buckets;
 // low 6 bits pick the sub-bucket of that power of two.
 std::size_t histogram::bucket_of(std::uint64_t ns) noexcept {
   if (ns < exact_below) return static_cast<std::size_t>(ns);
-  const int shift = std::bit_width(ns) - 7;
+  const int shift = static_cast<int>(std::bit_width(ns)) - 7;
   return static_cast<std::size_t>(exact_below + (shift - 1) * sub_buckets +
                                   ((ns >> shift) - sub_buckets));
 }
