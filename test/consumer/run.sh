@@ -94,4 +94,13 @@ done
 [[ ${missing} -eq 0 ]] || exit 1
 echo "${count} functions, ${count} pages in ${man3}"
 
+step "the installed arpma-perf (tools/arpma-perf)"
+perf="$(find "${prefix}" -path '*/bin/arpma-perf' -print -quit)"
+if [[ -n "${perf}" ]]; then
+  "${perf}" --help >"${work}/arpma-perf-help.txt"
+  head -n 1 "${work}/arpma-perf-help.txt"
+else
+  echo "not installed (ARPMA_BUILD_TOOLS=OFF)"
+fi
+
 step "passed"

@@ -1,0 +1,97 @@
+#include "ops.hpp"
+
+#include "setup.hpp"
+
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+
+namespace arpma_perf {
+namespace {
+
+namespace ex = boost::asio::experimental;
+
+std::size_t remote_offset(const link& l, std::size_t size, std::uint32_t slot) {
+  const std::size_t places = static_cast<std::size_t>(l.remote.size()) / size;
+  return (slot % places) * size;
+}
+
+// Two operations posted back to back, done when both are: RC completes them in order, so
+// this is the time to the second one's completion.
+template <class First, class Second>
+asio::awaitable<std::error_code> both(First first, Second second) {
+  auto [order, ec1, c1, ec2, c2] =
+      co_await ex::make_parallel_group(std::move(first), std::move(second))
+          .async_wait(ex::wait_for_all(), asio::use_awaitable);
+  co_return ec1 ? ec1 : ec2;
+}
+
+// Send lat: a receive for the echo, then the send; the server sends the message back.
+asio::awaitable<std::error_code> ping(link& l, std::size_t size) {
+  auto [order, rec, got, sec, sent] =
+      co_await ex::make_parallel_group(l.conn.async_recv(l.mr, l.max_size, size, asio::deferred),
+                                       l.conn.async_send(l.mr, 0, size, asio::deferred))
+          .async_wait(ex::wait_for_all(), asio::use_awaitable);
+  if (sec) co_return sec;
+  if (rec) co_return rec;
+  if (got.byte_len != size) co_return std::make_error_code(std::errc::protocol_error);
+  co_return std::error_code{};
+}
+
+}  // namespace
+
+arpma::conn_cfg client_cfg(const options& o) {
+  arpma::conn_cfg cfg;
+  cfg.sq_size = std::max(cfg.sq_size, 2 * o.qd);
+  cfg.rq_size = std::max(cfg.rq_size, o.qd);
+  cfg.cq_size = cfg.sq_size + cfg.rq_size;
+  return cfg;
+}
+
+std::string prepare_link(link& l, const arpma::peer& peer, const options& o, std::size_t max_size) {
+  auto remote = arpma::remote_mr::from_descriptor(l.conn.private_data());
+  if (!remote) return "the server's private data is no region descriptor (not arpma-perf?)";
+  if (remote.value().size() < max_size)
+    return "the server's region (" + std::to_string(remote.value().size()) +
+           " bytes) is smaller than the largest --size";
+  l.remote = remote.value();
+  l.max_size = max_size;
+  l.memory.assign(2 * max_size, 'a');
+  auto mr = arpma::local_mr::reg(peer, l.memory.data(), l.memory.size(), arpma::mr_usage::all);
+  if (!mr)
+    return "registering " + std::to_string(l.memory.size()) + " bytes: " + mr.error().message();
+  l.mr = std::move(mr.value());
+  if (o.mode == poll_mode::busy_poll) l.conn.set_busy_poll(busy_poll_budget);
+  return {};
+}
+
+asio::awaitable<std::error_code> one_op(link& l, const options& o, std::size_t size,
+                                        std::uint32_t slot) {
+  const std::size_t at = remote_offset(l, size, slot);
+  switch (o.op) {
+    case op_kind::write: {
+      auto [ec, c] = co_await l.conn.async_write(l.remote, at, l.mr, 0, size, awaitable_tuple);
+      co_return ec;
+    }
+    case op_kind::read: {
+      auto [ec, c] = co_await l.conn.async_read(l.mr, 0, l.remote, at, size, awaitable_tuple);
+      co_return ec;
+    }
+    case op_kind::atomic_write: {
+      const std::array<char, 8> value{'a', 'r', 'p', 'm', 'a', 'p', 'r', 'f'};
+      auto [ec, c] = co_await l.conn.async_atomic_write(l.remote, at, value, awaitable_tuple);
+      co_return ec;
+    }
+    case op_kind::flush:
+      co_return co_await both(
+          l.conn.async_write(l.remote, at, l.mr, 0, size, asio::deferred),
+          l.conn.async_flush(l.remote, at, size, arpma::flush_type::visibility, asio::deferred));
+    case op_kind::send: {
+      if (o.test == test_kind::lat) co_return co_await ping(l, size);
+      auto [ec, c] = co_await l.conn.async_send(l.mr, 0, size, awaitable_tuple);
+      co_return ec;
+    }
+  }
+  co_return std::make_error_code(std::errc::invalid_argument);
+}
+
+}  // namespace arpma_perf
