@@ -34,11 +34,11 @@ static void pause_ms(long ms) {
 }
 
 int dp_connect(const char* who, struct rpma_peer* peer, const char* addr, const char* port,
-               struct rpma_conn** conn_ptr) {
+               const struct rpma_conn_cfg* cfg, struct rpma_conn** conn_ptr) {
   const long long give_up = now_ms() + RETRY_LIMIT_MS;
   for (;;) {
     struct rpma_conn_req* req = NULL;
-    int ret = rpma_conn_req_new(peer, addr, port, NULL, &req);
+    int ret = rpma_conn_req_new(peer, addr, port, cfg, &req);
     if (ret) return dp_fail(who, "rpma_conn_req_new", ret);
     /* Connecting consumes the request, whatever the outcome. */
     ret = rpma_conn_req_connect(&req, NULL, conn_ptr);
@@ -70,8 +70,9 @@ int dp_server_region(const char* who, struct rpma_conn* conn, struct rpma_mr_rem
   return 0;
 }
 
-int dp_next_req(const char* who, struct rpma_ep* ep, struct rpma_conn_req** req_ptr) {
-  int ret = next_conn_req(ep, QUIET_LIMIT_MS, req_ptr);
+int dp_next_req(const char* who, struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
+                struct rpma_conn_req** req_ptr) {
+  int ret = next_conn_req(ep, cfg, QUIET_LIMIT_MS, req_ptr);
   if (ret) return dp_fail(who, "waiting for a connection request", ret);
   return 0;
 }
@@ -79,7 +80,8 @@ int dp_next_req(const char* who, struct rpma_ep* ep, struct rpma_conn_req** req_
 int dp_accept(const char* who, struct rpma_conn_req** req_ptr, const void* pdata, size_t len,
               struct rpma_conn** conn_ptr) {
   struct rpma_conn_private_data data = {(void*)pdata, len};
-  int ret = rpma_conn_req_connect(req_ptr, &data, conn_ptr);
+  /* librpma takes no private data as NULL, never as an empty one. */
+  int ret = rpma_conn_req_connect(req_ptr, pdata ? &data : NULL, conn_ptr);
   if (ret) return dp_fail(who, "accepting", ret);
   enum rpma_conn_event event = RPMA_CONN_UNDEFINED;
   ret = next_event(*conn_ptr, QUIET_LIMIT_MS, &event);
@@ -91,7 +93,8 @@ int dp_accept(const char* who, struct rpma_conn_req** req_ptr, const void* pdata
     (void)rpma_conn_delete(conn_ptr);
     return -1;
   }
-  printf("%s: connection established, region descriptor sent in the private data\n", who);
+  printf("%s: connection established%s\n", who,
+         pdata ? ", region descriptor sent in the private data" : "");
   return 0;
 }
 

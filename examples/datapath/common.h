@@ -25,20 +25,23 @@ int dp_fail(const char* who, const char* step, int ret);
  * it). */
 int dp_peer_new(const char* who, const char* addr, int local, struct rpma_peer** peer_ptr);
 
-/* Client: connects to addr:port, retrying for up to 5 s while the server is
+/* Client: connects to addr:port (the connection shaped by cfg, NULL:
+ * defaults), retrying for up to 5 s while the server is
  * not listening yet, and waits for ESTABLISHED. */
 int dp_connect(const char* who, struct rpma_peer* peer, const char* addr, const char* port,
-               struct rpma_conn** conn_ptr);
+               const struct rpma_conn_cfg* cfg, struct rpma_conn** conn_ptr);
 
 /* Client: the server's region, decoded from the accept's private data
  * (librpma's 21-byte descriptor). */
 int dp_server_region(const char* who, struct rpma_conn* conn, struct rpma_mr_remote** remote_ptr);
 
-/* Server: the next request, waiting up to 10 s. */
-int dp_next_req(const char* who, struct rpma_ep* ep, struct rpma_conn_req** req_ptr);
+/* Server: the next request (its connection shaped by cfg, NULL: defaults),
+ * waiting up to 10 s. */
+int dp_next_req(const char* who, struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
+                struct rpma_conn_req** req_ptr);
 
 /* Server: accepts *req_ptr (consumed) with [pdata, +len) as the accept's
- * private data and waits for ESTABLISHED. */
+ * private data (pdata NULL: none) and waits for ESTABLISHED. */
 int dp_accept(const char* who, struct rpma_conn_req** req_ptr, const void* pdata, size_t len,
               struct rpma_conn** conn_ptr);
 

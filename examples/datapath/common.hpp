@@ -13,6 +13,7 @@
 #include <arpma/error.hpp>
 #include <arpma/mr.hpp>
 #include <arpma/peer.hpp>
+#include <arpma/srq.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -177,16 +178,18 @@ inline asio::awaitable<arpma::connection> accept(const char* who, arpma::conn_re
     report(who, "accepting", ec, dl);
     co_return arpma::connection{};
   }
-  std::printf("%s: connection established, region descriptor sent in the private data\n", who);
+  std::printf("%s: connection established%s\n", who,
+              pdata.empty() ? "" : ", region descriptor sent in the private data");
   co_return std::move(conn);
 }
 
-// The next request on the endpoint, accepted with `pdata`; empty after
-// printing why not.
+// The next request on the endpoint (its connection shaped by `cfg`),
+// accepted with `pdata`; empty after printing why not.
 inline asio::awaitable<arpma::connection> accept_next(const char* who, arpma::endpoint& ep,
-                                                      std::span<const std::uint8_t> pdata) {
+                                                      std::span<const std::uint8_t> pdata,
+                                                      const arpma::conn_cfg& cfg = {}) {
   deadline dl(co_await asio::this_coro::executor);
-  auto [ec, req] = co_await ep.async_next_conn_req({}, dl.arm(quiet_limit, awaitable_tuple));
+  auto [ec, req] = co_await ep.async_next_conn_req(cfg, dl.arm(quiet_limit, awaitable_tuple));
   dl.disarm();
   if (ec) {
     report(who, "waiting for a connection request", ec, dl);
@@ -243,12 +246,13 @@ class posted_recv {
  public:
   explicit posted_recv(asio::any_io_executor ex) : ex_(std::move(ex)) {}
 
-  // Posts a receive into [offset, +len) of mr (one at a time: wait() for it
-  // before the next post()).
-  void post(arpma::connection& conn, const arpma::local_mr& mr, std::size_t offset,
-            std::size_t len) {
+  // Posts a receive into [offset, +len) of mr on `queue` (a connection, or
+  // an SRQ with a receive CQ); one at a time: wait() for it before the next
+  // post().
+  template <class Queue>
+  void post(Queue& queue, const arpma::local_mr& mr, std::size_t offset, std::size_t len) {
     state_ = std::make_shared<state>(ex_);
-    conn.async_recv(mr, offset, len, [s = state_](std::error_code ec, arpma::completion c) {
+    queue.async_recv(mr, offset, len, [s = state_](std::error_code ec, arpma::completion c) {
       s->got.emplace(ec, c);
       s->wake.cancel();
     });

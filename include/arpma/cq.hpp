@@ -17,19 +17,22 @@ namespace arpma {
 
 namespace detail {
 struct conn_state;
+struct srq_state;
 using wait_handler = boost::asio::any_completion_handler<void(error_code)>;
-void start_cq_wait(conn_state* state, bool receive, wait_handler handler);
+void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler);
 }  // namespace detail
 
-/// A view of a connection's CQ or receive CQ (connection::completion_queue).
-/// Use either this or the connection's async_* data-path operations on one
-/// connection, not both: each takes the completions it polls.
+/// A view of a connection's CQ or receive CQ (connection::completion_queue),
+/// or of an SRQ's receive CQ (srq::completion_queue). Use either this or the
+/// async_* data-path operations on one connection (or SRQ), not both: each
+/// takes the completions it polls. Valid while its connection or SRQ lives.
 class cq {
  public:
   cq() noexcept = default;
   cq(detail::conn_state* state, bool receive) noexcept : state_(state), receive_(receive) {}
+  explicit cq(detail::srq_state* srq) noexcept : srq_(srq) {}
 
-  explicit operator bool() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return state_ != nullptr || srq_ != nullptr; }
 
   /// Completes when the CQ's completion channel fires; the event is
   /// acknowledged and the CQ re-armed first, so poll() until it returns 0
@@ -38,16 +41,17 @@ class cq {
   ///
   /// Completion signature: `void(arpma::error_code)`. Errors:
   /// errc::invalid_argument (empty view, no such CQ), errc::shared_channel
-  /// (the CQs share one channel: not supported here, as rpma_cq_wait),
+  /// (the CQs share one channel: not supported here, as rpma_cq_wait; an
+  /// SRQ's view of an srq made without an executor is invalid_argument),
   /// operation_aborted (cancellation of any type: nothing was consumed).
   template <class CompletionToken>
   auto async_wait(CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-        [](auto handler, detail::conn_state* state, bool receive) {
+        [](auto handler, detail::conn_state* state, detail::srq_state* srq, bool receive) {
           detail::wait_handler h(std::move(handler));
-          detail::start_cq_wait(state, receive, std::move(h));
+          detail::start_cq_wait(state, srq, receive, std::move(h));
         },
-        token, state_, receive_);
+        token, state_, srq_, receive_);
   }
 
   /// Moves up to out.size() completions into `out` (ibv_poll_cq); how many.
@@ -56,6 +60,7 @@ class cq {
 
  private:
   detail::conn_state* state_ = nullptr;
+  detail::srq_state* srq_ = nullptr;
   bool receive_ = false;
 };
 

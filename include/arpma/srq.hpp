@@ -3,9 +3,14 @@
 #pragma once
 
 #include "arpma/conn_cfg.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/cq.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +21,9 @@ namespace arpma {
 
 namespace detail {
 struct srq_state;
-}
+void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
+                    std::size_t len, completion_handler handler);
+}  // namespace detail
 
 /// The shape of an SRQ. Defaults are librpma 1.3's code (RPMA_DEFAULT_SRQ_SIZE
 /// 20; its manual says 100).
@@ -47,6 +54,10 @@ class srq {
   /// Errors: errc::invalid_argument (a closed or moved-from peer),
   /// errc::no_memory, or the provider's error (== errc::provider).
   [[nodiscard]] static result<srq> create(const peer& p, const srq_config& cfg = {});
+  /// The same, for async_recv and completion_queue().async_wait: their
+  /// completions are watched for on `ex` (an io_context's executor).
+  [[nodiscard]] static result<srq> create(const boost::asio::any_io_executor& ex, const peer& p,
+                                          const srq_config& cfg = {});
 
   srq() noexcept;
   srq(srq&&) noexcept;
@@ -61,6 +72,40 @@ class srq {
   /// ENOMEM when the queue is full).
   std::error_code post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
                             std::uint64_t wr_id);
+
+  /// Posts one receive into [offset, +len) of `dst`; completes when *its*
+  /// completion comes out of the SRQ's RCQ — whichever connection the message
+  /// arrived on: completion.qp_num names it (connection::qp_num).
+  ///
+  /// Completion signature: `void(arpma::error_code, arpma::completion)`.
+  /// Errors: errc::invalid_argument (an empty srq, one made without an
+  /// executor, a range outside `dst`), errc::not_supported (no RCQ: the
+  /// receive would complete on a connection's CQ — use post_recv and that
+  /// connection's completion_queue()), the provider's post error, the wc
+  /// status as arpma::wc_errc, asio::error::operation_aborted when the SRQ
+  /// is destroyed (its last user gone) first.
+  ///
+  /// Cancellation (terminal, partial): a receive stays posted until a
+  /// message fills it or the SRQ goes, so `dst` must outlive the operation
+  /// even after a cancellation; the operation then completes with
+  /// operation_aborted when that happens, not at once.
+  template <class CompletionToken>
+  auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
+                  CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(error_code, completion)>(
+        [](auto handler, detail::srq_state* state, const detail::local_mr_state* d,
+           std::size_t off, std::size_t n) {
+          detail::completion_handler h(std::move(handler));
+          detail::start_srq_recv(state, d, off, n, std::move(h));
+        },
+        token, state_.get(), dst.state(), offset, len);
+  }
+
+  /// The SRQ's RCQ, for programs that take the receives' completions
+  /// themselves (post_recv, then completion_queue().async_wait and poll);
+  /// empty without an RCQ. Use it or async_recv on one SRQ, not both.
+  /// async_wait needs an srq made with an executor.
+  [[nodiscard]] class cq completion_queue() const noexcept;
 
   /// Whether receives complete on an RCQ of the SRQ's own (rcq_size > 0)
   /// rather than on each connection's CQ/RCQ.

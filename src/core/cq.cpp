@@ -2,11 +2,13 @@
 #include "arpma/cq.hpp"
 
 #include "arpma/connection.hpp"
+#include "arpma/srq.hpp"
 #include "core/conn_state.hpp"
 #include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
 #include "core/poll_wc.hpp"
+#include "core/srq_state.hpp"
 
 #include <arpa/inet.h>
 
@@ -23,18 +25,23 @@ const cq_state* queue_of(const conn_state* state, bool receive) {
   return q.cq != nullptr ? &q : nullptr;
 }
 
+const cq_state* queue_of(const srq_state* srq) {
+  return srq != nullptr && srq->peer && srq->rcq.cq != nullptr ? &srq->rcq : nullptr;
+}
+
 // Waits on the CQ's own channel fd; takes every event there, acknowledges
 // it and re-arms, then completes.
 class cq_wait final : public parked_op<cq_wait> {
  public:
-  cq_wait(asio::any_io_executor ex, wait_handler handler, conn_state& state, const cq_state& q)
-      : parked_op(std::move(ex), std::move(handler)), state_(state), queue_(q) {}
+  cq_wait(asio::any_io_executor ex, wait_handler handler, provider::provider& prov,
+          const cq_state& q)
+      : parked_op(std::move(ex), std::move(handler)), prov_(prov), queue_(q) {}
 
   void start() {
     constexpr auto any = asio::cancellation_type::terminal | asio::cancellation_type::partial |
                          asio::cancellation_type::total;
     park(any);
-    const int fd = state_.prov().comp_channel_fd(queue_.own_channel);
+    const int fd = prov_.comp_channel_fd(queue_.own_channel);
     if (readable(fd)) {
       asio::post(executor(), [self = shared_from_this()] { self->take(); });
       return;
@@ -55,7 +62,7 @@ class cq_wait final : public parked_op<cq_wait> {
   void take() {
     if (done()) return;
     release();
-    auto& p = state_.prov();
+    auto& p = prov_;
     const int fd = p.comp_channel_fd(queue_.own_channel);
     while (readable(fd)) {
       auto fired = p.get_cq_event(queue_.own_channel);
@@ -75,7 +82,7 @@ class cq_wait final : public parked_op<cq_wait> {
     fd_.reset();
   }
 
-  conn_state& state_;
+  provider::provider& prov_;
   const cq_state& queue_;
   std::optional<asio::posix::stream_descriptor> fd_;
 };
@@ -107,21 +114,38 @@ result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span
   return got;
 }
 
-void start_cq_wait(conn_state* state, bool receive, wait_handler handler) {
+void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler) {
+  if (srq != nullptr) {
+    const auto* q = queue_of(srq);
+    if (q == nullptr || !srq->ex)
+      return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
+    std::make_shared<cq_wait>(srq->ex, std::move(handler), srq->prov(), *q)->start();
+    return;
+  }
   const auto* q = queue_of(state, receive);
   if (q == nullptr || !state->attached)
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
   if (state->shared_channel != nullptr)
     return fail_at_once(std::move(handler), make_error_code(errc::shared_channel));
-  std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), *state, *q)->start();
+  std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), state->prov(), *q)
+      ->start();
 }
 
 }  // namespace detail
 
 result<std::size_t> cq::poll(std::span<ibv_wc> out) {
+  if (srq_ != nullptr) {
+    const auto* q = detail::queue_of(srq_);
+    if (q == nullptr) return make_error_code(errc::invalid_argument);
+    return detail::poll_into(srq_->prov(), q->cq, out);
+  }
   const auto* q = detail::queue_of(state_, receive_);
   if (q == nullptr) return make_error_code(errc::invalid_argument);
   return detail::poll_into(state_->prov(), q->cq, out);
+}
+
+cq srq::completion_queue() const noexcept {
+  return detail::queue_of(state_.get()) != nullptr ? cq(state_.get()) : cq();
 }
 
 cq connection::completion_queue(bool receive) const noexcept {

@@ -1,18 +1,18 @@
 #include "core/cq_dispatcher.hpp"
 #include "core/fd_ready.hpp"
 
-#include "core/conn_state.hpp"
 #include "core/log_internal.hpp"
 
 #include <array>
 #include <span>
 
 namespace arpma::detail {
-namespace {}  // namespace
 
-cq_dispatcher::cq_dispatcher(conn_state& state, asio::any_io_executor ex)
-    : state_(state), ex_(std::move(ex)) {
-  for (auto* native : {state.shared_channel, state.cq.own_channel, state.rcq.own_channel}) {
+cq_dispatcher::cq_dispatcher(provider::provider& prov,
+                             std::vector<provider::comp_channel*> channels,
+                             std::vector<provider::cq*> cqs, asio::any_io_executor ex)
+    : prov_(prov), cqs_(std::move(cqs)), ex_(std::move(ex)) {
+  for (auto* native : channels) {
     if (native == nullptr) continue;
     auto ch = std::make_unique<channel>();
     ch->native = native;
@@ -63,7 +63,7 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
 
 void cq_dispatcher::watch(channel& ch) {
   if (closed_ || ch.waiting || pending_.empty()) return;
-  auto& p = state_.prov();
+  auto& p = prov_;
   const int fd = p.comp_channel_fd(ch.native);
   ch.waiting = true;
   if (readable(fd)) {
@@ -84,7 +84,7 @@ void cq_dispatcher::watch(channel& ch) {
 void cq_dispatcher::on_readable(channel& ch) {
   ch.waiting = false;
   if (closed_) return;
-  auto& p = state_.prov();
+  auto& p = prov_;
   // Every pending event, each acknowledged and its CQ re-armed, then drain.
   // Read only what is there: a blocking fd must never block the loop.
   const int fd = p.comp_channel_fd(ch.native);
@@ -99,9 +99,9 @@ void cq_dispatcher::on_readable(channel& ch) {
 }
 
 void cq_dispatcher::drain_cqs() {
-  auto& p = state_.prov();
+  auto& p = prov_;
   std::array<provider::work_completion, 32> batch{};
-  for (auto* cq : {state_.cq.cq, state_.rcq.cq}) {
+  for (auto* cq : cqs_) {
     if (cq == nullptr) continue;
     for (;;) {
       auto got = p.poll_cq(cq, batch);

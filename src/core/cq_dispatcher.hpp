@@ -1,5 +1,6 @@
-// Completions of a C++ connection: its completion channel(s) watched on the
-// loop, every completion handed to the operation that posted it.
+// Completions of C++ operations: the completion channel(s) of a connection
+// (or of an SRQ's receive CQ) watched on the loop, every completion handed to
+// the operation that posted it.
 #pragma once
 
 #include "arpma/connection.hpp"
@@ -15,8 +16,6 @@
 #include <vector>
 
 namespace arpma::detail {
-
-struct conn_state;
 
 /// An operation waiting for its work completion.
 class wc_waiter {
@@ -38,7 +37,10 @@ class wc_waiter {
 class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher>,
                       public loop_shutdown_listener {
  public:
-  cq_dispatcher(conn_state& state, asio::any_io_executor ex);
+  /// Watches `channels` and drains `cqs` (null entries are skipped); the
+  /// owner keeps them alive until close() or abandon().
+  cq_dispatcher(provider::provider& prov, std::vector<provider::comp_channel*> channels,
+                std::vector<provider::cq*> cqs, asio::any_io_executor ex);
   cq_dispatcher(const cq_dispatcher&) = delete;
   cq_dispatcher& operator=(const cq_dispatcher&) = delete;
   ~cq_dispatcher();
@@ -70,7 +72,8 @@ class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher>,
   void busy_poll(std::chrono::steady_clock::time_point since);
   void dispatch(const provider::work_completion& wc);
 
-  conn_state& state_;
+  provider::provider& prov_;
+  std::vector<provider::cq*> cqs_;
   asio::any_io_executor ex_;
   std::vector<std::unique_ptr<channel>> channels_;
   std::unordered_map<std::uint64_t, std::shared_ptr<wc_waiter>> pending_;

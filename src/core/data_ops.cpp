@@ -7,6 +7,7 @@
 #include "core/cq_dispatcher.hpp"
 #include "core/parked_op.hpp"
 #include "core/post.hpp"
+#include "core/srq_state.hpp"
 
 namespace arpma {
 namespace detail {
@@ -68,12 +69,13 @@ class data_op_wait final : public parked_op<data_op_wait, completion>, public wc
   data_op_wait(asio::any_io_executor ex, handler_type handler)
       : parked_op(std::move(ex), std::move(handler)) {}
 
-  void start(conn_state& st, const data_op& op) {
+  /// Posts with `post_as(wr_id)`, the wr_id being the dispatcher's for this.
+  template <class Post>
+  void start(cq_dispatcher& dispatcher, const Post& post_as) {
     // Kept alive by the dispatcher, not by a timer (see cq_dispatcher::abandon).
     park(asio::cancellation_type::terminal | asio::cancellation_type::partial, false);
-    auto& dispatcher = st.completions(executor());
     const auto wr_id = dispatcher.add(shared_from_this());
-    if (auto ec = post(st, op, wr_id, true)) {
+    if (auto ec = post_as(wr_id)) {
       dispatcher.remove(wr_id);
       return complete(ec, completion{});
     }
@@ -99,12 +101,29 @@ void start_data_op(conn_state* state, const data_op& op, completion_handler hand
   if (state == nullptr || !state->attached || !state->has_qp)
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
   auto wait = std::make_shared<data_op_wait>(state->channel->executor(), std::move(handler));
-  wait->start(*state, op);
+  wait->start(state->completions(wait->executor()),
+              [&](std::uint64_t wr_id) { return post(*state, op, wr_id, true); });
+}
+
+void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
+                    std::size_t len, completion_handler handler) {
+  if (state == nullptr || state->peer == nullptr || !state->ex || dst == nullptr)
+    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  // Without an RCQ of its own the receive completes on whichever
+  // connection's CQ took it; only that connection's owner can poll it.
+  if (state->rcq.cq == nullptr)
+    return fail_at_once(std::move(handler), make_error_code(errc::not_supported), completion{});
+  auto wait = std::make_shared<data_op_wait>(state->ex, std::move(handler));
+  wait->start(state->completions(), [&](std::uint64_t wr_id) {
+    return state->post_recv(dst, offset, len, wr_id);
+  });
 }
 
 cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
   if (!dispatcher) {
-    dispatcher = std::make_shared<cq_dispatcher>(*this, ex);
+    dispatcher = std::make_shared<cq_dispatcher>(
+        prov(), std::vector{shared_channel, cq.own_channel, rcq.own_channel},
+        std::vector{cq.cq, rcq.cq}, ex);
     on_loop_shutdown(ex, dispatcher);
   }
   return *dispatcher;

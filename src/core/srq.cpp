@@ -14,6 +14,14 @@ result<srq> srq::create(const peer& p, const srq_config& cfg) {
   return srq(std::move(state).value());
 }
 
+result<srq> srq::create(const boost::asio::any_io_executor& ex, const peer& p,
+                        const srq_config& cfg) {
+  if (!ex) return make_error_code(errc::invalid_argument);
+  auto made = create(p, cfg);
+  if (made) made.value().state_->ex = ex;
+  return made;
+}
+
 srq::srq() noexcept = default;
 srq::srq(std::shared_ptr<detail::srq_state> state) noexcept : state_(std::move(state)) {}
 srq::srq(srq&&) noexcept = default;

@@ -1,6 +1,8 @@
 #include "core/srq_state.hpp"
 
 #include "arpma/error.hpp"
+#include "core/cm_channel.hpp"
+#include "core/cq_dispatcher.hpp"
 #include "core/log_internal.hpp"
 
 #include <limits>
@@ -33,6 +35,11 @@ result<std::shared_ptr<srq_state>> srq_state::create(std::shared_ptr<peer_state>
 
 std::error_code srq_state::destroy() noexcept {
   if (!peer) return {};
+  if (dispatcher) {
+    // The RCQ goes: nothing posted through it can complete any more.
+    dispatcher->close();
+    dispatcher.reset();
+  }
   auto& p = prov();
   std::error_code first = destroy_cq(p, rcq);
   if (srq != nullptr) {
@@ -43,6 +50,15 @@ std::error_code srq_state::destroy() noexcept {
   }
   peer.reset();
   return first;
+}
+
+cq_dispatcher& srq_state::completions() {
+  if (!dispatcher) {
+    dispatcher = std::make_shared<cq_dispatcher>(prov(), std::vector{rcq.own_channel},
+                                                 std::vector{rcq.cq}, ex);
+    on_loop_shutdown(ex, dispatcher);
+  }
+  return *dispatcher;
 }
 
 std::error_code srq_state::post_recv(const local_mr_state* dst, std::size_t offset, std::size_t len,

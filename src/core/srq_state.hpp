@@ -3,6 +3,7 @@
 #pragma once
 
 #include "arpma/result.hpp"
+#include "core/asio.hpp"
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
 #include "core/peer_state.hpp"
@@ -16,8 +17,9 @@
 namespace arpma::detail {
 
 /// librpma's struct rpma_srq. Shared by its handle and by every connection
-/// whose QP receives from it; the last one to let go destroys it: RCQ (and
-/// its channel), then the SRQ. It keeps its peer's PD alive.
+/// whose QP receives from it; the last one to let go destroys it: pending
+/// C++ receives (aborted), RCQ (and its channel), then the SRQ. It keeps its
+/// peer's PD alive.
 struct srq_state : std::enable_shared_from_this<srq_state> {
   explicit srq_state(std::shared_ptr<peer_state> p) noexcept : peer(std::move(p)) {}
   srq_state(const srq_state&) = delete;
@@ -36,8 +38,13 @@ struct srq_state : std::enable_shared_from_this<srq_state> {
                             std::uint64_t wr_id) const;
 
   [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
+  /// The C++ receives' dispatcher on the RCQ (srq::async_recv), made on
+  /// first use; needs `ex` and an RCQ.
+  class cq_dispatcher& completions();
 
   std::shared_ptr<peer_state> peer;
+  asio::any_io_executor ex;  ///< empty unless made with one (srq::create(ex, ...))
+  std::shared_ptr<class cq_dispatcher> dispatcher;
   provider::srq* srq = nullptr;
   cq_state rcq;  ///< no CQ when the SRQ has no RCQ
 };

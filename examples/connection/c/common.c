@@ -53,13 +53,14 @@ int wait_readable(int fd, long long deadline_ms) {
   }
 }
 
-int next_conn_req(struct rpma_ep* ep, int timeout_ms, struct rpma_conn_req** req_ptr) {
+int next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg, int timeout_ms,
+                  struct rpma_conn_req** req_ptr) {
   int fd = -1;
   int ret = rpma_ep_get_fd(ep, &fd);
   if (ret) return ret;
   if (set_nonblock(fd)) return RPMA_E_PROVIDER;
   const long long deadline = now_ms() + timeout_ms;
-  while ((ret = rpma_ep_next_conn_req(ep, NULL, req_ptr)) == RPMA_E_NO_EVENT) {
+  while ((ret = rpma_ep_next_conn_req(ep, cfg, req_ptr)) == RPMA_E_NO_EVENT) {
     int w = wait_readable(fd, deadline);
     if (w == EXAMPLE_TIMED_OUT) return w;
     if (w) return RPMA_E_PROVIDER;

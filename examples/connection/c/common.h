@@ -38,7 +38,8 @@ int wait_readable(int fd, long long deadline_ms);
 /* The next incoming request, waiting up to timeout_ms: the endpoint's fd
  * (rpma_ep_get_fd) is made non-blocking and polled between calls.
  * 0, EXAMPLE_TIMED_OUT or an RPMA_E_* value. */
-int next_conn_req(struct rpma_ep* ep, int timeout_ms, struct rpma_conn_req** req_ptr);
+int next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg, int timeout_ms,
+                  struct rpma_conn_req** req_ptr);
 
 /* The next connection event, waiting up to timeout_ms: the connection's fd
  * (rpma_conn_get_event_fd) is made non-blocking and polled between calls.

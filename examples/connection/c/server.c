@@ -29,7 +29,7 @@ static int fail(const char* step, int ret) {
 /* Serves one connection from request to close: 0, or -1 (reported). */
 static int serve_one(struct rpma_ep* ep) {
   struct rpma_conn_req* req = NULL;
-  int ret = next_conn_req(ep, QUIET_LIMIT_MS, &req);
+  int ret = next_conn_req(ep, NULL, QUIET_LIMIT_MS, &req);
   if (ret) return fail("waiting for a connection request", ret);
 
   struct rpma_conn_private_data pdata;

@@ -97,7 +97,7 @@ int main(int argc, char* argv[]) {
 
   printf("%s: connecting to %s:%s\n", WHO, addr, port);
   struct rpma_conn* conn = NULL;
-  if (dp_connect(WHO, peer, addr, port, &conn)) goto out_mr_dereg;
+  if (dp_connect(WHO, peer, addr, port, NULL, &conn)) goto out_mr_dereg;
   struct rpma_mr_remote* log = NULL;
   if (!dp_server_region(WHO, conn, &log)) {
     failed = append(conn, log, mr);

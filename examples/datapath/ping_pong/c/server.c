@@ -102,7 +102,7 @@ int main(int argc, char* argv[]) {
 
   struct rpma_conn_req* req = NULL;
   struct rpma_conn* conn = NULL;
-  if (dp_next_req(WHO, ep, &req)) goto out_ep_shutdown;
+  if (dp_next_req(WHO, ep, NULL, &req)) goto out_ep_shutdown;
   ret = rpma_conn_req_recv(req, mr, RECV_OFFSET, MESSAGE_MAX, NULL);
   if (ret) {
     dp_fail(WHO, "rpma_conn_req_recv", ret);

@@ -52,7 +52,7 @@ int main(int argc, char* argv[]) {
 
   struct rpma_conn_req* req = NULL;
   struct rpma_conn* conn = NULL;
-  if (!dp_next_req(WHO, ep, &req) && !dp_accept(WHO, &req, desc, sizeof(desc), &conn) &&
+  if (!dp_next_req(WHO, ep, NULL, &req) && !dp_accept(WHO, &req, desc, sizeof(desc), &conn) &&
       !dp_wait_closed(WHO, "client", &conn)) {
     printf("%s: what landed in my memory: \"%.*s\"\n", WHO, (int)sizeof(memory), memory);
     failed = memory[0] == '\0';
