@@ -109,10 +109,12 @@ result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span
 
 void start_cq_wait(conn_state* state, bool receive, wait_handler handler) {
   const auto* q = queue_of(state, receive);
-  if (q == nullptr || !state->attached)
-    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
+  if (q == nullptr || !state->attached) {
+    return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
+                        std::move(handler), make_error_code(errc::invalid_argument));
+  }
   if (state->shared_channel != nullptr)
-    return fail_at_once(std::move(handler), make_error_code(errc::shared_channel));
+    return fail_on_loop(state->loop(), std::move(handler), make_error_code(errc::shared_channel));
   std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), *state, *q)->start();
 }
 

@@ -96,8 +96,10 @@ class data_op_wait final : public parked_op<data_op_wait, completion>, public wc
 }  // namespace
 
 void start_data_op(conn_state* state, const data_op& op, completion_handler handler) {
-  if (state == nullptr || !state->attached || !state->has_qp)
-    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  if (state == nullptr || !state->attached || !state->has_qp) {
+    return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
+                        std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  }
   auto wait = std::make_shared<data_op_wait>(state->channel->executor(), std::move(handler));
   wait->start(*state, op);
 }

@@ -14,6 +14,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -34,20 +35,26 @@ struct connect_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
   arpma::connection conn;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 struct event_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
   arpma::conn_event ev = arpma::conn_event::undefined;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 struct done_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 class connection_test : public ::testing::Test {
