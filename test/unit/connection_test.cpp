@@ -486,9 +486,16 @@ TEST_F(connection_test, a_failed_disconnect_is_reported_at_once) {
   auto conn = connected();
   fake.fail("disconnect", EIO);
   done_outcome out;
-  disconnect(conn, out);
+  std::thread::id ran_on;
+  conn.async_disconnect([&](arpma::error_code ec) {
+    ran_on = std::this_thread::get_id();
+    out.ec = ec;
+    ++out.calls;
+  });
   run_until([&] { return out.calls == 1; });
   EXPECT_EQ(out.ec.value(), EIO);
+  // On the connection's loop (this thread), not on the system executor's thread.
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
   EXPECT_EQ(conn.disconnect(), std::error_code()) << "a later request goes through";
   EXPECT_EQ(conn.disconnect(), std::error_code()) << "once";
   EXPECT_THAT(fake.take_calls(), ElementsAre("disconnect", "disconnect"));
