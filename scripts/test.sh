@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Installs dependencies, then configures, builds and tests arpma with each
-# CMake preset in ARPMA_TEST_PRESETS (default: "default asan").
+# CMake preset in ARPMA_TEST_PRESETS (default: "default asan tsan").
 #
 # --rxe: then also runs the integration tests and the conn_req_new examples of
 # build/default (built first if "default" is not among the presets) on the
 # verbs provider inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real
 # rdma-core. A guest that cannot be started fails the run (no skipping).
+#
+# --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
+# ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 rxe=0
+fuzz=0
 for arg in "$@"; do
   case "${arg}" in
     --rxe) rxe=1 ;;
+    --fuzz) fuzz=1 ;;
     -h | --help)
-      echo "usage: scripts/test.sh [--rxe]   (presets: ARPMA_TEST_PRESETS, default \"default asan\")"
+      echo "usage: scripts/test.sh [--rxe] [--fuzz]   (presets: ARPMA_TEST_PRESETS, default \"default asan tsan\")"
       exit 0
       ;;
     *)
-      echo "scripts/test.sh: unknown argument '${arg}' (usage: scripts/test.sh [--rxe])" >&2
+      echo "scripts/test.sh: unknown argument '${arg}' (usage: scripts/test.sh [--rxe] [--fuzz])" >&2
       exit 2
       ;;
   esac
@@ -28,7 +33,7 @@ banner() {
   printf '\n==== %s ====\n' "$*"
 }
 
-presets="${ARPMA_TEST_PRESETS:-default asan}"
+presets="${ARPMA_TEST_PRESETS:-default asan tsan}"
 jobs="$(nproc)"
 
 banner "install dependencies"
@@ -67,8 +72,16 @@ if [[ ${rxe} -eq 1 ]]; then
   fi
 fi
 
+if [[ ${fuzz} -eq 1 ]]; then
+  banner "[fuzz] every libFuzzer harness, ${ARPMA_FUZZ_SECONDS:-60} s each"
+  scripts/fuzz.sh "${ARPMA_FUZZ_SECONDS:-60}"
+fi
+
 banner "summary"
 echo "all presets passed: ${passed[*]}"
 if [[ ${rxe} -eq 1 ]]; then
   echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
+fi
+if [[ ${fuzz} -eq 1 ]]; then
+  echo "fuzz: every harness passed (${ARPMA_FUZZ_SECONDS:-60} s each)"
 fi

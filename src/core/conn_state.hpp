@@ -89,6 +89,11 @@ struct conn_state final : cm_event_sink {
   void watch(const std::shared_ptr<conn_watcher>& w) { watchers_.add(w); }
   void unwatch(const conn_watcher* w) noexcept { watchers_.remove(w); }
 
+  /// The io_context of the C++ object, or an empty executor (C flavour).
+  [[nodiscard]] asio::any_io_executor loop() const {
+    return attached && channel ? channel->executor() : asio::any_io_executor();
+  }
+
   std::shared_ptr<peer_state> peer;
   std::shared_ptr<cm_channel> channel;
   std::uint64_t token;

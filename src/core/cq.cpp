@@ -118,15 +118,17 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
   if (srq != nullptr) {
     const auto* q = queue_of(srq);
     if (q == nullptr || !srq->ex)
-      return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
+      return fail_on_loop(srq->ex, std::move(handler), make_error_code(errc::invalid_argument));
     std::make_shared<cq_wait>(srq->ex, std::move(handler), srq->prov(), *q)->start();
     return;
   }
   const auto* q = queue_of(state, receive);
-  if (q == nullptr || !state->attached)
-    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
+  if (q == nullptr || !state->attached) {
+    return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
+                        std::move(handler), make_error_code(errc::invalid_argument));
+  }
   if (state->shared_channel != nullptr)
-    return fail_at_once(std::move(handler), make_error_code(errc::shared_channel));
+    return fail_on_loop(state->loop(), std::move(handler), make_error_code(errc::shared_channel));
   std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), state->prov(), *q)
       ->start();
 }

@@ -98,8 +98,10 @@ class data_op_wait final : public parked_op<data_op_wait, completion>, public wc
 }  // namespace
 
 void start_data_op(conn_state* state, const data_op& op, completion_handler handler) {
-  if (state == nullptr || !state->attached || !state->has_qp)
-    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  if (state == nullptr || !state->attached || !state->has_qp) {
+    return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
+                        std::move(handler), make_error_code(errc::invalid_argument), completion{});
+  }
   auto wait = std::make_shared<data_op_wait>(state->channel->executor(), std::move(handler));
   wait->start(state->completions(wait->executor()),
               [&](std::uint64_t wr_id) { return post(*state, op, wr_id, true); });
@@ -107,12 +109,15 @@ void start_data_op(conn_state* state, const data_op& op, completion_handler hand
 
 void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
                     std::size_t len, completion_handler handler) {
+  const auto loop = state != nullptr ? state->ex : asio::any_io_executor();
   if (state == nullptr || state->peer == nullptr || !state->ex || dst == nullptr)
-    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), completion{});
+    return fail_on_loop(loop, std::move(handler), make_error_code(errc::invalid_argument),
+                        completion{});
   // Without an RCQ of its own the receive completes on whichever
   // connection's CQ took it; only that connection's owner can poll it.
   if (state->rcq.cq == nullptr)
-    return fail_at_once(std::move(handler), make_error_code(errc::not_supported), completion{});
+    return fail_on_loop(loop, std::move(handler), make_error_code(errc::not_supported),
+                        completion{});
   auto wait = std::make_shared<data_op_wait>(state->ex, std::move(handler));
   wait->start(state->completions(), [&](std::uint64_t wr_id) {
     return state->post_recv(dst, offset, len, wr_id);

@@ -41,6 +41,18 @@ void fail_at_once(Handler handler, const std::error_code& ec, Results... results
   post_completion(asio::system_executor(), std::move(handler), ec, std::move(results)...);
 }
 
+/// Completes `handler` with an error found before its operation began: on
+/// `loop`, the io_context of the object it was called on, as every other
+/// completion of that object (on the system executor's thread it would race
+/// with the loop's thread); through fail_at_once when the object has none.
+template <class Handler, class... Results>
+void fail_on_loop(const asio::any_io_executor& loop, Handler handler, const std::error_code& ec,
+                  Results... results) {
+  if (static_cast<bool>(loop) && loop.target<asio::system_executor>() == nullptr)
+    return post_completion(loop, std::move(handler), ec, std::move(results)...);
+  fail_at_once(std::move(handler), ec, std::move(results)...);
+}
+
 /// The error of a cancelled operation, as every Asio operation reports it.
 [[nodiscard]] inline std::error_code aborted() noexcept {
   return boost::system::error_code(asio::error::operation_aborted);

@@ -14,6 +14,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -34,20 +35,26 @@ struct connect_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
   arpma::connection conn;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 struct event_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
   arpma::conn_event ev = arpma::conn_event::undefined;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 struct done_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 class connection_test : public ::testing::Test {
@@ -479,9 +486,16 @@ TEST_F(connection_test, a_failed_disconnect_is_reported_at_once) {
   auto conn = connected();
   fake.fail("disconnect", EIO);
   done_outcome out;
-  disconnect(conn, out);
+  std::thread::id ran_on;
+  conn.async_disconnect([&](arpma::error_code ec) {
+    ran_on = std::this_thread::get_id();
+    out.ec = ec;
+    ++out.calls;
+  });
   run_until([&] { return out.calls == 1; });
   EXPECT_EQ(out.ec.value(), EIO);
+  // On the connection's loop (this thread), not on the system executor's thread.
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
   EXPECT_EQ(conn.disconnect(), std::error_code()) << "a later request goes through";
   EXPECT_EQ(conn.disconnect(), std::error_code()) << "once";
   EXPECT_THAT(fake.take_calls(), ElementsAre("disconnect", "disconnect"));

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,14 +38,18 @@ struct next_outcome {
   std::error_code ec;
   arpma::error_code async_ec;  // as the handler received it
   arpma::conn_req req;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 struct connect_outcome {
   std::error_code ec;
   arpma::error_code async_ec;
   arpma::connection conn;
-  int calls = 0;
+  // Atomic: an empty object completes on the system executor's thread
+  // while the test thread waits for it.
+  std::atomic<int> calls{0};
 };
 
 class endpoint_test : public ::testing::Test {

@@ -1,6 +1,7 @@
 #include "provider/soft/soft_datapath.hpp"
 
 #include "provider/handle_cast.hpp"
+#include "provider/soft/soft_mr.hpp"
 #include "provider/soft/soft_provider.hpp"
 
 #include <sys/mman.h>
@@ -22,15 +23,6 @@ using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame v
 std::error_code sys(int err) noexcept { return {err, std::system_category()}; }
 
 // ---- memory regions ------------------------------------------------------------
-
-struct soft_mr {
-  soft_pd* pd = nullptr;
-  std::uint8_t* addr = nullptr;
-  std::size_t length = 0;
-  int access = 0;
-  std::uint32_t lkey = 0;
-  std::uint32_t rkey = 0;
-};
 
 /// Every MR of the process. Remote and local accesses hold the shared lock
 /// while they touch registered memory, so once dereg (exclusive) returns, no
@@ -57,17 +49,6 @@ std::uint32_t fresh_key(mr_table& t, const std::unordered_map<std::uint32_t, sof
 soft_mr* find(const std::unordered_map<std::uint32_t, soft_mr*>& keys, std::uint32_t key) {
   const auto it = keys.find(key);
   return it == keys.end() ? nullptr : it->second;
-}
-
-/// The registered bytes [addr, addr + len) of `m`, if `m` belongs to `pd`,
-/// allows `need` and holds the whole range; nullptr otherwise. Overflow-safe:
-/// no sum of untrusted values is formed.
-std::uint8_t* within(const soft_mr* m, const soft_pd* pd, std::uint64_t addr, std::uint64_t len,
-                     int need) noexcept {
-  if (m == nullptr || m->pd != pd || (m->access & need) != need) return nullptr;
-  const auto base = reinterpret_cast<std::uintptr_t>(m->addr);
-  if (addr < base || len > m->length || addr - base > m->length - len) return nullptr;
-  return m->addr + (addr - base);
 }
 
 // ---- completions -----------------------------------------------------------------
