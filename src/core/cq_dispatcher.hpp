@@ -34,8 +34,8 @@ class wc_waiter {
 /// arm. The fds are watched only while operations are pending; a wait that
 /// starts on an fd that is already readable is served at once (an edge seen
 /// while nobody waited is not lost).
-class cq_dispatcher : public std::enable_shared_from_this<cq_dispatcher>,
-                      public loop_shutdown_listener {
+class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
+                            public loop_shutdown_listener {
  public:
   /// Watches `channels` and drains `cqs` (null entries are skipped); the
   /// owner keeps them alive until close() or abandon().
