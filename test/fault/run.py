@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fault injection driver (docs/reliability.md, "Fault injection").
 
-For each example (C, and C++ unless --c-only) and C test program of a build configured with ARPMA_FAULT_INJECTION=ON (the
-asan preset): one run that counts the fault points the program reaches (ARPMA_FAULT_COUNT_FILE),
+For each example (C, and C++ unless --c-only) and C test program of a build configured with
+ARPMA_FAULT_INJECTION=ON (the asan preset): one run that counts the fault points the program reaches (ARPMA_FAULT_COUNT_FILE),
 then one run per point k with ARPMA_FAULT_INJECTION=k. A server/client example is run as a pair,
 with the fault in one side at a time and the other side run normally.
 
@@ -20,21 +20,23 @@ Every run must be clean, for each process of it:
     than k points (counted, reported as "not reached": the number of points can vary a little
     with timing).
 
-usage: test/fault/run.py --build build/asan [--full | --max-points N] [--jobs J] [--only REGEX]
-                         [--addr A] [--compat-device SILENT NO_ROUTE | --compat-host] [--list]
+usage: test/fault/run.py --build build/asan [--full] [--max-points N] [--jobs J] [--only REGEX]
+                         [--addr A] [--compat-device SILENT NO_ROUTE] [--c-only] [--list]
 
-  --max-points N  at most N points per program side (default: all of them, --full): points
+  --max-points N  at most N points per program side (default: all of them): points
                   1, 1+s, 1+2s, ... and the last, with s = ceil(points / N) (deterministic)
   --jobs J        runs at once (default 4: the processes mostly wait on each other)
   --only REGEX    only the programs whose name matches
-  --addr A        address to use (default $ARPMA_TEST_ADDR, else 127.0.0.1)
+  --addr A        address to use (default $ARPMA_TEST_ADDR, else $RXE_VM_IP, else 127.0.0.1)
   --quiet-ms MS   how long an example waits to hear from its peer (EXAMPLE_QUIET_MS, default 1500)
-  --timeout S     hard limit per process (default 30 s)
+  --timeout S     hard limit per process (default 30 s; 120 s with --full: test/compat's
+                  programs give a forked server up to 90 s)
+  --full          also test/compat's device sections (ADDR SILENT NO_ROUTE: many points, and
+                  a failed step there often waits out the program's own timeouts, up to 30 s)
   --compat-device SILENT NO_ROUTE
-                  the addresses test/compat's arpma programs get after ADDR for their device
-                  section (default 10.255.255.1 192.0.2.1; in the Soft-RoCE guest run.sh
-                  passes those of test/compat/run.sh)
-  --compat-host   run test/compat's programs without their device section, as ctest does
+                  the addresses test/compat's programs get after ADDR with --full (default
+                  10.255.255.1 192.0.2.1; in the Soft-RoCE guest ADDR's .254 and 192.0.2.1,
+                  as test/compat/run.sh)
   --c-only        the C programs only (without the C++ examples)
   --list          count the points only and print them, one line each
 
@@ -208,6 +210,8 @@ class Driver:
         base["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0:exitcode=%d" % SANITIZER_EXIT
         base["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:exitcode=%d" % SANITIZER_EXIT
         base["EXAMPLE_QUIET_MS"] = str(args.quiet_ms)
+        if os.environ.get("RXE_VM_IP"):
+            base["ARPMA_PROVIDER"] = "verbs"  # in the Soft-RoCE guest: rdma-core on rxe0
         self.env = base
         self.addr = args.addr
 
@@ -280,7 +284,7 @@ class Driver:
         progs.append(("conn_req_new_c", "single",
                       [os.path.join(b, "examples/conn_req_new/conn_req_new_c"), self.addr, "7204"]))
         progs.append(("capi_args", "single", [os.path.join(b, "test/capi_args")]))
-        dev = [] if self.args.compat_host else [self.addr] + self.args.compat_device
+        dev = [self.addr] + self.args.compat_device if self.args.full else []
         for name in COMPAT:
             path = os.path.join(b, "test/compat/arpma", name)
             if os.path.exists(path):
@@ -380,22 +384,27 @@ class Driver:
 def main():
     ap = argparse.ArgumentParser(usage=__doc__.split("usage: ")[1].split("\n\n")[0])
     ap.add_argument("--build", required=True)
-    ap.add_argument("--full", action="store_true", help="every point (the default)")
+    ap.add_argument("--full", action="store_true")
     ap.add_argument("--max-points", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--only")
-    ap.add_argument("--addr", default=os.environ.get("ARPMA_TEST_ADDR", "127.0.0.1"))
+    ap.add_argument("--addr", default=os.environ.get("ARPMA_TEST_ADDR",
+                                                     os.environ.get("RXE_VM_IP", "127.0.0.1")))
     ap.add_argument("--quiet-ms", type=int, default=1500)
-    ap.add_argument("--timeout", type=float, default=30.0)
-    ap.add_argument("--compat-device", nargs=2, metavar=("SILENT", "NO_ROUTE"),
-                    default=["10.255.255.1", "192.0.2.1"])
-    ap.add_argument("--compat-host", action="store_true")
+    ap.add_argument("--timeout", type=float)
+    ap.add_argument("--compat-device", nargs=2, metavar=("SILENT", "NO_ROUTE"))
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--c-only", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    if args.full:
-        args.max_points = 0
+    if args.timeout is None:
+        args.timeout = 120.0 if args.full else 30.0
+    if not args.compat_device:
+        silent = "10.255.255.1"
+        if os.environ.get("RXE_VM_IP"):  # in the Soft-RoCE guest: as test/compat/run.sh
+            prefix, last = args.addr.rsplit(".", 1)
+            silent = "%s.%d" % (prefix, 253 if last == "254" else 254)
+        args.compat_device = [silent, "192.0.2.1"]
     if not os.path.isdir(args.build):
         print("fault: no build directory %s" % args.build)
         return 2
