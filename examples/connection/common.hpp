@@ -7,6 +7,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,10 +26,18 @@ using namespace std::chrono_literals;
 // rdma_cm carries at most 56 bytes of private data with a connect request.
 inline constexpr std::string_view client_hello = "hello from client";
 inline constexpr std::string_view server_hello = "hello from server";
-// How long any side waits to hear from the other before giving up.
-inline constexpr auto quiet_limit = 10s;
-// How long a client keeps retrying while the server is not listening yet.
-inline constexpr auto retry_limit = 5s;
+// How long any side waits to hear from the other before giving up: 10 s, or
+// $EXAMPLE_QUIET_MS (test/fault/run.py shortens it: there one side fails on
+// purpose and the other's wait for it is dead time).
+inline const std::chrono::milliseconds quiet_limit = [] {
+  const char* env = std::getenv("EXAMPLE_QUIET_MS");  // NOLINT(concurrency-mt-unsafe): at start
+  const int ms = env != nullptr ? std::atoi(env) : 0;
+  return ms > 0 ? std::chrono::milliseconds(ms) : std::chrono::milliseconds(10s);
+}();
+// How long a client keeps retrying while the server is not listening yet:
+// 5 s, or the quiet limit when that is shorter.
+inline const std::chrono::milliseconds retry_limit =
+    std::min(std::chrono::milliseconds(5s), quiet_limit);
 inline constexpr auto retry_pause = 200ms;
 
 inline std::span<const std::uint8_t> bytes(std::string_view s) {

@@ -12,7 +12,7 @@
 
 int dp_fail(const char* who, const char* step, int ret) {
   if (ret == EXAMPLE_TIMED_OUT)
-    printf("%s: %s: nothing heard for 10 s, giving up\n", who, step);
+    printf("%s: %s: nothing heard for %d ms, giving up\n", who, step, QUIET_LIMIT_MS);
   else
     printf("%s: %s failed: %s\n", who, step, rpma_err_2str(ret));
   return -1;

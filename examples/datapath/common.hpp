@@ -104,7 +104,8 @@ inline arpma::local_mr reg(const char* who, const arpma::peer& peer, void* ptr, 
 
 inline void report(const char* who, const char* step, std::error_code ec, const deadline& dl) {
   if (dl.expired())
-    std::printf("%s: %s: nothing heard for 10 s, giving up\n", who, step);
+    std::printf("%s: %s: nothing heard for %lld ms, giving up\n", who, step,
+                static_cast<long long>(example::quiet_limit.count()));
   else
     std::printf("%s: %s failed: %s\n", who, step, ec.message().c_str());
 }
@@ -266,7 +267,8 @@ class posted_recv {
       co_await s->wake.async_wait(awaitable_tuple);
     }
     if (!s->got) {
-      std::printf("%s: %s: nothing heard for 10 s, giving up\n", who, what);
+      std::printf("%s: %s: nothing heard for %lld ms, giving up\n", who, what,
+                  static_cast<long long>(example::quiet_limit.count()));
       co_return std::nullopt;
     }
     if (s->got->first) {

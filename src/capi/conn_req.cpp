@@ -20,6 +20,7 @@ int rpma_conn_req_new(struct rpma_peer* peer, const char* addr, const char* port
     // The id is born on its own event channel: it becomes the connection's fd.
     auto req = arpma::conn_req_new(peer->cxx, addr, port, arpma::capi::to_conn_cfg(cfg));
     if (!req) return arpma::to_rpma_error(req.error());
+    arpma::capi::alloc_point("alloc rpma_conn_req");
     *req_ptr = new rpma_conn_req{std::move(req).value()};
     return 0;
   });
@@ -45,6 +46,7 @@ int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
     return RPMA_E_INVAL;
   }
   return arpma::capi::guarded([&] {
+    arpma::capi::alloc_point("alloc rpma_conn");
     auto conn = std::make_unique<rpma_conn>();
     std::span<const std::uint8_t> data;
     if (pdata != nullptr) data = {static_cast<const std::uint8_t*>(pdata->ptr), pdata->len};

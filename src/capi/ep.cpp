@@ -14,6 +14,7 @@ int rpma_ep_listen(struct rpma_peer* peer, const char* addr, const char* port,
   if (peer == nullptr || addr == nullptr || port == nullptr || ep_ptr == nullptr)
     return RPMA_E_INVAL;
   return arpma::capi::guarded([&] {
+    arpma::capi::alloc_point("alloc rpma_ep");
     auto ep = std::make_unique<rpma_ep>();
     auto listening = arpma::detail::listen_now(peer->cxx, addr, port);
     if (!listening) return arpma::to_rpma_error(listening.error());
@@ -43,6 +44,7 @@ int rpma_ep_next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
                           struct rpma_conn_req** req_ptr) {
   if (ep == nullptr || req_ptr == nullptr) return RPMA_E_INVAL;
   return arpma::capi::guarded([&] {
+    arpma::capi::alloc_point("alloc rpma_conn_req");
     auto req = std::make_unique<rpma_conn_req>();
     auto incoming = arpma::detail::next_conn_req_now(ep->cxx, arpma::capi::to_conn_cfg(cfg));
     if (!incoming) return arpma::to_rpma_error(incoming.error());

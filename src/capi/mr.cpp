@@ -15,6 +15,7 @@ int rpma_mr_reg(struct rpma_peer* peer, void* ptr, size_t size, int usage,
   return arpma::capi::guarded([&] {
     auto registered = arpma::local_mr::reg(peer->cxx, ptr, size, usage);
     if (!registered) return arpma::to_rpma_error(registered.error());
+    arpma::capi::alloc_point("alloc rpma_mr_local");
     *mr_ptr = new rpma_mr_local{std::move(registered).value()};
     return 0;
   });
@@ -49,7 +50,9 @@ int rpma_mr_remote_from_descriptor(const void* desc, size_t desc_size,
   auto decoded =
       arpma::remote_mr::from_descriptor({static_cast<const std::uint8_t*>(desc), desc_size});
   if (!decoded) return arpma::to_rpma_error(decoded.error());
-  auto* mr = new (std::nothrow) rpma_mr_remote{decoded.value()};
+  auto* mr = ARPMA_FAULT_POINT("alloc rpma_mr_remote") ? nullptr
+                                                       : new (std::nothrow)
+                                                             rpma_mr_remote{decoded.value()};
   if (mr == nullptr) return RPMA_E_NOMEM;
   *mr_ptr = mr;
   return 0;

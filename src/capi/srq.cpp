@@ -24,7 +24,7 @@ extern "C" {
 
 int rpma_srq_cfg_new(struct rpma_srq_cfg** cfg_ptr) {
   if (cfg_ptr == nullptr) return RPMA_E_INVAL;
-  auto* cfg = new (std::nothrow) rpma_srq_cfg;
+  auto* cfg = ARPMA_FAULT_POINT("alloc rpma_srq_cfg") ? nullptr : new (std::nothrow) rpma_srq_cfg;
   if (cfg == nullptr) return RPMA_E_NOMEM;
   *cfg_ptr = cfg;
   return 0;
@@ -81,6 +81,7 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
         return RPMA_E_PROVIDER;  // `created` destroys the RCQ, then the SRQ
       }
     }
+    arpma::capi::alloc_point("alloc rpma_srq");
     auto handle = std::make_unique<rpma_srq>();
     handle->cxx = std::move(created).value();
     handle->rcq.srq = handle->cxx.state().get();

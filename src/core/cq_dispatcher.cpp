@@ -32,6 +32,10 @@ void cq_dispatcher::remove(std::uint64_t wr_id) noexcept { pending_.erase(wr_id)
 
 void cq_dispatcher::kick() {
   if (closed_ || pending_.empty()) return;
+  if (unarmed_) {  // not from inside the call that posted the operation
+    asio::post(ex_, [self = shared_from_this()] { self->fail_pending(); });
+    return;
+  }
   if (busy_budget_.count() > 0 && !busy_polling_) {
     busy_polling_ = true;
     asio::post(ex_, [self = shared_from_this(), now = std::chrono::steady_clock::now()] {
@@ -92,10 +96,27 @@ void cq_dispatcher::on_readable(channel& ch) {
     auto fired = p.get_cq_event(ch.native);
     if (!fired) break;
     p.ack_cq_events(fired.value(), 1);
-    if (auto ec = p.req_notify_cq(fired.value(), false)) ARPMA_LOG_FAILURE("re-arm cq", ec);
+    // An unarmed CQ never signals again: what waits on it would wait forever (found by fault
+    // injection). Once more, then the operations fail rather than hang.
+    if (auto ec = p.req_notify_cq(fired.value(), false)) {
+      ARPMA_LOG_FAILURE("re-arm cq", ec);
+      if (auto again = p.req_notify_cq(fired.value(), false)) {
+        ARPMA_LOG_FAILURE("re-arm cq again; failing the operations waiting on it", again);
+        unarmed_ = true;
+      }
+    }
   }
   drain_cqs();
+  if (unarmed_) {
+    fail_pending();
+    return;
+  }
   watch(ch);
+}
+
+void cq_dispatcher::fail_pending() noexcept {
+  auto pending = std::exchange(pending_, {});
+  for (auto& [id, w] : pending) w->on_closed();
 }
 
 void cq_dispatcher::drain_cqs() {

@@ -71,6 +71,8 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   void drain_cqs();
   void busy_poll(std::chrono::steady_clock::time_point since);
   void dispatch(const provider::work_completion& wc);
+  /// Completes every waiting operation as closed (on_closed).
+  void fail_pending() noexcept;
 
   provider::provider& prov_;
   std::vector<provider::cq*> cqs_;
@@ -81,6 +83,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;
   bool closed_ = false;
+  bool unarmed_ = false;  ///< a CQ could not be re-armed: nothing can wait for it any more
 };
 
 }  // namespace arpma::detail

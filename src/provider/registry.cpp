@@ -1,5 +1,7 @@
 // Chooses the provider for new peers and finds the provider of a device.
+#include "core/fault.hpp"
 #include "core/log_internal.hpp"
+#include "provider/fault_provider.hpp"
 #include "provider/provider.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "provider/verbs/verbs_provider.hpp"
@@ -14,15 +16,32 @@ namespace {
 
 provider* override_provider = nullptr;
 
-provider& verbs() {
+provider& real_verbs() {
   static verbs_provider instance;
   return instance;
 }
 
-provider& soft() {
+provider& real_soft() {
   static soft_provider instance;
   return instance;
 }
+
+// With fault injection on (core/fault.hpp), every caller gets the real provider behind a
+// fault_provider, so both soft and verbs have the same fault points.
+#ifdef ARPMA_FAULT_INJECTION
+provider& verbs() {
+  static fault_provider wrapped(real_verbs());
+  return fault::enabled() ? static_cast<provider&>(wrapped) : real_verbs();
+}
+
+provider& soft() {
+  static fault_provider wrapped(real_soft());
+  return fault::enabled() ? static_cast<provider&>(wrapped) : real_soft();
+}
+#else
+provider& verbs() { return real_verbs(); }
+provider& soft() { return real_soft(); }
+#endif
 
 bool rdma_device_listed() {
   int count = 0;

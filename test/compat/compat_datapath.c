@@ -367,6 +367,8 @@ static int server(const char* addr, int sync_fd) {
   if (ret != 0) {
     say_ret("ep_listen", ret);
     tell(sync_fd, 'F');
+    if (mr != SENTINEL_PTR) (void)rpma_mr_dereg(&mr);
+    (void)rpma_peer_delete(&peer);
     return 1;
   }
   tell(sync_fd, 'L');
@@ -626,6 +628,7 @@ static void client(const char* addr, int sync_fd) {
   struct rpma_mr_remote* rem = SENTINEL_PTR;
   ret = rpma_mr_remote_from_descriptor(pd.ptr, pd.len, &rem);
   say_ptr("mr_remote_from_descriptor(the server's)", ret, rem);
+  if (ret != 0) rem = NULL; /* untouched on failure: the deletes below need NULL */
   unsigned char nf_desc[21];
   memset(nf_desc, 0, sizeof nf_desc);
   if (pd.ptr != NULL && pd.len >= 21) memcpy(nf_desc, pd.ptr, 21);

@@ -47,6 +47,16 @@ step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 1
 abi=()
 [[ -e $build/librpma-abi/librpma.so.0 ]] && abi=(--abi "$build/librpma-abi")
 step "compat: librpma 1.2 vs arpma" "$(dirname -- "${BASH_SOURCE[0]}")/../compat/run.sh" --bin-dir "$build/test/compat" "${abi[@]}"
+# Fault injection on rdma-core (test/fault/run.py): only with a build that has the fault points
+# (ARPMA_FAULT_INJECTION, the asan preset), so not in CI's guest run (build/default). A subset:
+# the guest has one emulated CPU. All of it: test/vm/run-in-rxe-vm.sh -- test/fault/run.py
+# --build build/asan
+if grep -q '^ARPMA_FAULT_INJECTION:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  step "fault injection (C examples, verbs)" "$(dirname -- "${BASH_SOURCE[0]}")/../fault/run.py" \
+    --build "$build" --c-only --jobs 2 --quiet-ms 5000 --only '^(connection_c|write_flush_c|conn_req_new_c)$'
+else
+  printf '\n---- fault injection: skipped (%s is built without ARPMA_FAULT_INJECTION)\n' "$build"
+fi
 
 echo
 if [[ ${#failed[@]} -gt 0 ]]; then

@@ -23,7 +23,7 @@
 
 static int fail(const char* step, int ret) {
   if (ret == EXAMPLE_TIMED_OUT)
-    printf("client: %s: nothing heard for 10 s, giving up\n", step);
+    printf("client: %s: nothing heard for %d ms, giving up\n", step, QUIET_LIMIT_MS);
   else
     printf("client: %s failed: %s\n", step, rpma_err_2str(ret));
   return -1;

@@ -30,6 +30,12 @@ int parse_args(int argc, char* argv[], const char** addr, const char** port, int
   return 0;
 }
 
+int quiet_limit_ms(void) {
+  const char* env = getenv("EXAMPLE_QUIET_MS");
+  int ms = env ? atoi(env) : 0;
+  return ms > 0 ? ms : 10000;
+}
+
 long long now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

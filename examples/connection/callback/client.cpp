@@ -91,7 +91,8 @@ class client {
   void fail(const char* step, std::error_code ec) {
     conn_ = arpma::connection{};
     if (dl_.expired())
-      std::printf("client: %s: nothing heard for 10 s, giving up\n", step);
+      std::printf("client: %s: nothing heard for %lld ms, giving up\n", step,
+                  static_cast<long long>(example::quiet_limit.count()));
     else
       std::printf("client: %s failed: %s\n", step, ec.message().c_str());
   }

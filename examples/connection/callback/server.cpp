@@ -85,7 +85,8 @@ class server {
 
   void fail(const char* step, std::error_code ec) {
     if (dl_.expired())
-      std::printf("server: %s: nothing heard for 10 s, giving up\n", step);
+      std::printf("server: %s: nothing heard for %lld ms, giving up\n", step,
+                  static_cast<long long>(example::quiet_limit.count()));
     else
       std::printf("server: %s failed: %s\n", step, ec.message().c_str());
     finish(false);

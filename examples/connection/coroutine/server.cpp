@@ -35,7 +35,8 @@ constexpr auto awaitable_tuple = asio::as_tuple(asio::use_awaitable);
 
 bool failed(const char* step, std::error_code ec, const example::deadline& dl) {
   if (dl.expired())
-    std::printf("server: %s: nothing heard for 10 s, giving up\n", step);
+    std::printf("server: %s: nothing heard for %lld ms, giving up\n", step,
+                static_cast<long long>(example::quiet_limit.count()));
   else
     std::printf("server: %s failed: %s\n", step, ec.message().c_str());
   return false;
