@@ -72,6 +72,8 @@ PAIRS = [
      "examples/datapath/atomic_log_c_client"),
     ("ping_pong_c", "examples/datapath/ping_pong_c_server",
      "examples/datapath/ping_pong_c_client"),
+    ("srq_c", "examples/datapath/srq_c_server", "examples/datapath/srq_c_client"),
+    ("rcq_c", "examples/datapath/rcq_c_server", "examples/datapath/rcq_c_client"),
 ]
 # The C++ examples: the same library under the asynchronous C++ API (co_await and callbacks).
 CXX_PAIRS = [
@@ -84,6 +86,7 @@ CXX_PAIRS = [
     ("ping_pong_coroutine", "examples/datapath/ping_pong_coroutine"),
     ("ping_pong_callback", "examples/datapath/ping_pong_callback"),
     ("many_connections_coroutine", "examples/datapath/many_connections_coroutine"),
+    ("srq_coroutine", "examples/datapath/srq_coroutine"),
 ]
 # These listen on a fixed port (test/compat/*.c, PORT): one run at a time.
 SERIAL = {"compat_lifecycle_args", "compat_lifecycle", "compat_datapath"}
