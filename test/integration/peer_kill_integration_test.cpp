@@ -353,7 +353,14 @@ class child {
     return m && m->first == 'H';
   }
 
-  void stop() const { ::kill(pid_, SIGSTOP); }
+  /// SIGSTOP, and wait until every thread of the child has stopped: the
+  /// signal alone takes effect later, and a child still running for a moment
+  /// could answer what the caller sends next (seen once in CI).
+  void stop() const {
+    ::kill(pid_, SIGSTOP);
+    int st = 0;
+    (void)::waitpid(pid_, &st, WUNTRACED);
+  }
   /// SIGKILL and reap: once this returns, the kernel has closed everything
   /// the child had. Its status (128 + signal, or the exit status).
   int kill() {
