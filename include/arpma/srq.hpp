@@ -93,8 +93,8 @@ class srq {
   auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
                   CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(error_code, completion)>(
-        [](auto handler, detail::srq_state* state, const detail::local_mr_state* d,
-           std::size_t off, std::size_t n) {
+        [](auto handler, detail::srq_state* state, const detail::local_mr_state* d, std::size_t off,
+           std::size_t n) {
           detail::completion_handler h(std::move(handler));
           detail::start_srq_recv(state, d, off, n, std::move(h));
         },

@@ -119,9 +119,8 @@ void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t off
     return fail_on_loop(loop, std::move(handler), make_error_code(errc::not_supported),
                         completion{});
   auto wait = std::make_shared<data_op_wait>(state->ex, std::move(handler));
-  wait->start(state->completions(), [&](std::uint64_t wr_id) {
-    return state->post_recv(dst, offset, len, wr_id);
-  });
+  wait->start(state->completions(),
+              [&](std::uint64_t wr_id) { return state->post_recv(dst, offset, len, wr_id); });
 }
 
 cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
