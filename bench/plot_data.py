@@ -113,6 +113,9 @@ def main():
                   f"| fds added | {sc['fds_delta']}: {sc['socket_fds_delta']} TCP sockets (soft transport), "
                   f"{sc['arpma_channel_fds_delta']} arpma channel eventfds, {sc['other_fds_delta']} other |",
                   f"| RSS per connection | {sc['rss_per_connection_kib']:.1f} KiB ({sc['rss_delta_kib']} KiB in all) |",
+                  f"| completion channels | {'one per side (arpma::completion_channel)' if sc.get('shared_channel', False) else 'one per connection'} |",
+                  f"| traffic: one send on each at once | {sc.get('sends_completed', 0)} completed, {sc.get('sends_failed', 0)} failed, "
+                  f"{sc.get('server_received', 0)} received, {sc.get('traffic_s', 0):.2f} s |",
                   f"| teardown | {sc['teardown_s']:.2f} s |", ""]
 
     with open(os.path.join(out, "summary.md"), "w") as f:

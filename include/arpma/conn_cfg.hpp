@@ -8,6 +8,7 @@ namespace arpma {
 
 namespace detail {
 struct srq_state;
+struct comp_channel_state;
 }
 
 /// Connection configuration (value type). Defaults are librpma 1.3's.
@@ -32,6 +33,10 @@ struct conn_cfg {
   /// ignored); that RCQ with a shared completion channel is
   /// errc::invalid_argument.
   const detail::srq_state* srq = nullptr;
+  /// A completion channel shared with other connections on one io_context
+  /// (completion_channel::attach_to); none by default: the connection's CQs
+  /// get channels of their own. Not owning, as `srq`. C++ connections only.
+  detail::comp_channel_state* completion_channel = nullptr;
 
   friend bool operator==(const conn_cfg&, const conn_cfg&) = default;
 };

@@ -1,5 +1,6 @@
 #include "core/conn_state.hpp"
 
+#include "core/comp_channel_state.hpp"
 #include "core/cq_dispatcher.hpp"
 
 #include "arpma/conn_cfg.hpp"
@@ -77,6 +78,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
               "its own RCQ");
     return make_error_code(errc::invalid_argument);
   }
+  if (cfg.completion_channel != nullptr) return build_queues_on_common_channel(cfg);
   if (cfg.shared_completion_channel) {
     auto created = p.create_comp_channel(dev);
     if (!created) {
@@ -88,6 +90,35 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   if (auto ec = make_cq(p, dev, cfg.cq_size, shared_channel, cq)) return ec;
   if (srq_rcq == nullptr && cfg.rcq_size > 0)
     if (auto ec = make_cq(p, dev, cfg.rcq_size, shared_channel, rcq)) return ec;
+  return build_qp(cfg);
+}
+
+std::error_code conn_state::build_queues_on_common_channel(const conn_cfg& cfg) {
+  auto& p = prov();
+  provider::device* dev = p.id_device(id);
+  auto common = cfg.completion_channel->shared_from_this();
+  // Its events are taken on its io_context, and a CQ lives on its channel's device.
+  if (common->native == nullptr || common->peer->dev != dev || !channel ||
+      common->ex != channel->executor()) {
+    ARPMA_LOG(log_level::error,
+              "the completion channel belongs to another device or io_context than the "
+              "connection");
+    return make_error_code(errc::invalid_argument);
+  }
+  common_channel = std::move(common);
+  if (auto ec = make_cq(p, dev, cfg.cq_size, common_channel->native, cq)) return ec;
+  common_channel->add_cq(cq.cq);
+  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
+  if (srq_rcq == nullptr && cfg.rcq_size > 0) {
+    if (auto ec = make_cq(p, dev, cfg.rcq_size, common_channel->native, rcq)) return ec;
+    common_channel->add_cq(rcq.cq);
+  }
+  return build_qp(cfg);
+}
+
+std::error_code conn_state::build_qp(const conn_cfg& cfg) {
+  auto& p = prov();
+  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
   provider::qp_config qp;
   qp.send_cq = cq.cq;
   qp.recv_cq = srq_rcq != nullptr ? srq_rcq : rcq.cq != nullptr ? rcq.cq : cq.cq;
@@ -116,8 +147,13 @@ std::error_code conn_state::destroy() noexcept {
     has_qp = false;
   }
   srq.reset();  // the SRQ goes with its last user (it owns its RCQ)
+  if (common_channel) {
+    common_channel->remove_cq(rcq.cq);
+    common_channel->remove_cq(cq.cq);
+  }
   keep_first(first, destroy_cq(p, rcq));
   keep_first(first, destroy_cq(p, cq));
+  common_channel.reset();  // after its CQs: the last user destroys the channel
   if (shared_channel != nullptr) {
     const auto ec = p.destroy_comp_channel(shared_channel);
     if (ec) ARPMA_LOG_FAILURE("destroy shared completion channel", ec);

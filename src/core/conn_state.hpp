@@ -37,6 +37,7 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
 std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept;
 
 struct srq_state;
+struct comp_channel_state;
 
 /// Where an id is in its life; decides what teardown must say to the peer.
 enum class conn_phase : std::uint8_t {
@@ -68,6 +69,10 @@ struct conn_state final : cm_event_sink {
   /// with cfg.srq the QP receives from it (and into its RCQ, if it has one,
   /// instead of an RCQ of the connection's).
   std::error_code build_queues(const conn_cfg& cfg);
+  /// build_queues with both CQs on cfg.completion_channel.
+  std::error_code build_queues_on_common_channel(const conn_cfg& cfg);
+  /// The QP on the CQs built (and cfg.srq).
+  std::error_code build_qp(const conn_cfg& cfg);
   /// Releases everything; returns the first error, always finishes.
   std::error_code destroy() noexcept;
 
@@ -103,6 +108,9 @@ struct conn_state final : cm_event_sink {
   conn_phase phase = conn_phase::request;
   bool has_qp = false;
   provider::comp_channel* shared_channel = nullptr;
+  /// The channel shared with other connections (conn_cfg::completion_channel)
+  /// both CQs are on; then neither has a channel of its own.
+  std::shared_ptr<comp_channel_state> common_channel;
   cq_state cq;
   cq_state rcq;
   /// The SRQ the QP receives from, kept alive while the QP uses it.

@@ -9,9 +9,10 @@
 namespace arpma::detail {
 
 cq_dispatcher::cq_dispatcher(provider::provider& prov,
-                             std::vector<provider::comp_channel*> channels,
-                             std::vector<provider::cq*> cqs, asio::any_io_executor ex)
-    : prov_(prov), cqs_(std::move(cqs)), ex_(std::move(ex)) {
+                             const std::vector<provider::comp_channel*>& channels,
+                             std::vector<provider::cq*> cqs, asio::any_io_executor ex,
+                             std::shared_ptr<comp_channel_state> shared)
+    : prov_(prov), cqs_(std::move(cqs)), ex_(std::move(ex)), shared_(std::move(shared)) {
   for (auto* native : channels) {
     if (native == nullptr) continue;
     auto ch = std::make_unique<channel>();
@@ -28,7 +29,10 @@ std::uint64_t cq_dispatcher::add(std::shared_ptr<wc_waiter> w) {
   return id;
 }
 
-void cq_dispatcher::remove(std::uint64_t wr_id) noexcept { pending_.erase(wr_id); }
+void cq_dispatcher::remove(std::uint64_t wr_id) noexcept {
+  pending_.erase(wr_id);
+  settle();
+}
 
 void cq_dispatcher::kick() {
   if (closed_ || pending_.empty()) return;
@@ -43,7 +47,31 @@ void cq_dispatcher::kick() {
     });
     return;
   }
+  watch_all();
+}
+
+void cq_dispatcher::watch_all() {
   for (auto& ch : channels_) watch(*ch);
+  if (!shared_ || closed_ || pending_.empty()) return;
+  if (!wants_shared_) {
+    wants_shared_ = true;
+    shared_->want();
+  }
+  shared_->watch();
+}
+
+void cq_dispatcher::settle() noexcept {
+  if (!wants_shared_ || (!closed_ && !pending_.empty())) return;
+  wants_shared_ = false;
+  shared_->unwant();
+}
+
+void cq_dispatcher::on_shared_event() {
+  fired_ = false;
+  if (closed_) return;
+  drain_cqs();
+  if (unarmed_) fail_pending();
+  settle();
 }
 
 void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
@@ -62,7 +90,7 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
     return;
   }
   busy_polling_ = false;
-  for (auto& ch : channels_) watch(*ch);  // out of budget: sleep on the fds
+  watch_all();  // out of budget: sleep on the fds
 }
 
 void cq_dispatcher::watch(channel& ch) {
@@ -117,6 +145,7 @@ void cq_dispatcher::on_readable(channel& ch) {
 void cq_dispatcher::fail_pending() noexcept {
   auto pending = std::exchange(pending_, {});
   for (auto& [id, w] : pending) w->on_closed();
+  settle();
 }
 
 void cq_dispatcher::drain_cqs() {
@@ -134,6 +163,7 @@ void cq_dispatcher::drain_cqs() {
       if (got.value() < batch.size()) break;
     }
   }
+  settle();
 }
 
 void cq_dispatcher::dispatch(const provider::work_completion& wc) {
@@ -156,6 +186,7 @@ void cq_dispatcher::close() noexcept {
       ch->fd->release();  // the provider owns the fd
       ch->fd.reset();
     }
+  settle();
   auto pending = std::exchange(pending_, {});
   for (auto& [id, w] : pending) w->on_closed();
 }
@@ -167,6 +198,7 @@ void cq_dispatcher::abandon() noexcept {
       ch->fd->release();
       ch->fd.reset();
     }
+  settle();
   auto dropped = std::exchange(pending_, {});  // destroyed here, handlers uncalled
 }
 

@@ -6,6 +6,7 @@
 #include "arpma/connection.hpp"
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
+#include "core/comp_channel_state.hpp"
 #include "provider/provider.hpp"
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace arpma::detail {
@@ -34,13 +36,18 @@ class wc_waiter {
 /// arm. The fds are watched only while operations are pending; a wait that
 /// starts on an fd that is already readable is served at once (an edge seen
 /// while nobody waited is not lost).
+/// On a completion channel shared with other connections (comp_channel_state)
+/// the dispatcher watches no fd of its own: it tells the channel while it
+/// has operations pending, and the channel calls on_shared_event when one
+/// of its CQs fired (event taken, acknowledged, CQ re-armed).
 class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
                             public loop_shutdown_listener {
  public:
   /// Watches `channels` and drains `cqs` (null entries are skipped); the
   /// owner keeps them alive until close() or abandon().
-  cq_dispatcher(provider::provider& prov, std::vector<provider::comp_channel*> channels,
-                std::vector<provider::cq*> cqs, asio::any_io_executor ex);
+  cq_dispatcher(provider::provider& prov, const std::vector<provider::comp_channel*>& channels,
+                std::vector<provider::cq*> cqs, asio::any_io_executor ex,
+                std::shared_ptr<comp_channel_state> shared = nullptr);
   cq_dispatcher(const cq_dispatcher&) = delete;
   cq_dispatcher& operator=(const cq_dispatcher&) = delete;
   ~cq_dispatcher();
@@ -59,6 +66,13 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   /// The io_context is going: waiters are dropped without a word.
   void abandon() noexcept override;
 
+  /// Shared channel: one of the CQs fired; drain them.
+  void on_shared_event();
+  /// Shared channel: true the first time since the last on_shared_event.
+  bool note_fired() noexcept { return !std::exchange(fired_, true); }
+  /// Shared channel: a CQ could not be re-armed.
+  void mark_unarmed() noexcept { unarmed_ = true; }
+
  private:
   struct channel {
     provider::comp_channel* native = nullptr;
@@ -67,6 +81,10 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   };
 
   void watch(channel& ch);
+  /// Every fd (own channels, or the shared channel) watched.
+  void watch_all();
+  /// Tells the shared channel whether this dispatcher still waits.
+  void settle() noexcept;
   void on_readable(channel& ch);
   void drain_cqs();
   void busy_poll(std::chrono::steady_clock::time_point since);
@@ -84,6 +102,9 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   bool busy_polling_ = false;
   bool closed_ = false;
   bool unarmed_ = false;  ///< a CQ could not be re-armed: nothing can wait for it any more
+  std::shared_ptr<comp_channel_state> shared_;
+  bool wants_shared_ = false;  ///< counted in shared_'s wanting
+  bool fired_ = false;         ///< queued by shared_ for on_shared_event
 };
 
 }  // namespace arpma::detail

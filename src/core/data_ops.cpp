@@ -127,8 +127,12 @@ cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
   if (!dispatcher) {
     dispatcher = std::make_shared<cq_dispatcher>(
         prov(), std::vector{shared_channel, cq.own_channel, rcq.own_channel},
-        std::vector{cq.cq, rcq.cq}, ex);
+        std::vector{cq.cq, rcq.cq}, ex, common_channel);
     on_loop_shutdown(ex, dispatcher);
+    if (common_channel) {
+      common_channel->bind(cq.cq, dispatcher);
+      if (rcq.cq != nullptr) common_channel->bind(rcq.cq, dispatcher);
+    }
   }
   return *dispatcher;
 }

@@ -1,0 +1,128 @@
+#include "core/comp_channel_state.hpp"
+
+#include "arpma/error.hpp"
+#include "core/cq_dispatcher.hpp"
+#include "core/fd_ready.hpp"
+#include "core/log_internal.hpp"
+
+#include <new>
+
+namespace arpma::detail {
+
+result<std::shared_ptr<comp_channel_state>> comp_channel_state::create(
+    std::shared_ptr<peer_state> p, const asio::any_io_executor& ex) {
+  if (!p || !ex) return make_error_code(errc::invalid_argument);
+  std::shared_ptr<comp_channel_state> state;
+  try {
+    state = std::make_shared<comp_channel_state>(std::move(p), ex);
+  } catch (const std::bad_alloc&) {
+    return make_error_code(errc::no_memory);
+  }
+  auto created = state->prov().create_comp_channel(state->peer->dev);
+  if (!created) {
+    ARPMA_LOG_FAILURE("create completion channel", created.error());
+    return created.error();
+  }
+  state->native = created.value();
+  on_loop_shutdown(ex, state);
+  return state;
+}
+
+std::error_code comp_channel_state::destroy() noexcept {
+  if (native == nullptr) return {};
+  if (fd_) {
+    fd_->release();  // the provider owns the fd
+    fd_.reset();
+  }
+  const auto ec = prov().destroy_comp_channel(std::exchange(native, nullptr));
+  if (ec) ARPMA_LOG_FAILURE("destroy completion channel", ec);
+  return ec;
+}
+
+int comp_channel_state::fd() const noexcept {
+  return native != nullptr ? prov().comp_channel_fd(native) : -1;
+}
+
+void comp_channel_state::add_cq(provider::cq* cq) { cqs_.emplace(cq, cq_entry{}); }
+
+void comp_channel_state::remove_cq(provider::cq* cq) noexcept { cqs_.erase(cq); }
+
+void comp_channel_state::bind(provider::cq* cq, const std::shared_ptr<cq_dispatcher>& d) {
+  const auto it = cqs_.find(cq);
+  if (it == cqs_.end()) return;
+  it->second.dispatcher = d;
+  if (d && it->second.unarmed) d->mark_unarmed();
+}
+
+void comp_channel_state::want() noexcept { ++wanting_; }
+
+void comp_channel_state::unwant() noexcept {
+  if (wanting_ > 0) --wanting_;
+}
+
+void comp_channel_state::watch() {
+  if (abandoned_ || native == nullptr || waiting_ || wanting_ == 0) return;
+  waiting_ = true;
+  const int channel_fd = fd();
+  if (readable(channel_fd)) {  // an event that came while nobody watched
+    asio::post(ex, [self = shared_from_this()] { self->on_readable(); });
+    return;
+  }
+  if (!fd_) fd_.emplace(ex, channel_fd);
+  fd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this()](const std::error_code& ec) {
+                    if (ec) {
+                      self->waiting_ = false;
+                      return;
+                    }
+                    self->on_readable();
+                  });
+}
+
+void comp_channel_state::on_readable() {
+  waiting_ = false;
+  if (abandoned_ || native == nullptr) return;
+  auto& p = prov();
+  const int channel_fd = fd();
+  fired_.clear();
+  // Read only what is there: a blocking fd must never block the loop.
+  while (readable(channel_fd)) {
+    auto event = p.get_cq_event(native);
+    if (!event) break;
+    provider::cq* cq = event.value();
+    const auto it = cqs_.find(cq);
+    // Not ours to acknowledge (the provider forgets a destroyed CQ's events).
+    if (it == cqs_.end()) continue;
+    p.ack_cq_events(cq, 1);
+    auto d = it->second.dispatcher.lock();
+    if (auto ec = p.req_notify_cq(cq, false)) {
+      ARPMA_LOG_FAILURE("re-arm cq", ec);
+      if (auto again = p.req_notify_cq(cq, false)) {
+        ARPMA_LOG_FAILURE("re-arm cq again; failing the operations waiting on it", again);
+        if (d)
+          d->mark_unarmed();
+        else
+          it->second.unarmed = true;
+      }
+    }
+    if (d && d->note_fired()) fired_.push_back(std::move(d));
+  }
+  // Drained after every event is taken and its CQ re-armed: what completes
+  // from now on fires again.
+  auto fired = std::exchange(fired_, {});
+  for (auto& d : fired) d->on_shared_event();
+  fired.clear();
+  fired_ = std::move(fired);  // keeps the capacity
+  watch();
+}
+
+void comp_channel_state::abandon() noexcept {
+  abandoned_ = true;
+  if (fd_) {
+    fd_->release();
+    fd_.reset();
+  }
+  fired_.clear();
+}
+
+}  // namespace arpma::detail
