@@ -4,6 +4,12 @@
 # arpma's librpma.so.0 drop-in, plus arpma's connections in flight
 # (bench/conn_setup_bench); prints the figures and the ratios.
 #
+# Rounds alternate librpma and arpma (ROUNDS, default 5) so that a slow spell
+# of the emulated CPU hits both; each line is one round, the last lines the
+# medians of the per-round ratios. Every connection-rate line also says how
+# busy the guest's CPUs were (from /proc/stat), which tells a run that is
+# bound by CPU from one that waits.
+#
 #   test/vm/run-in-rxe-vm.sh -- bench/rxe-compare.sh build/default
 set -euo pipefail
 build=$(cd -- "${1:?usage: $0 BUILD_DIR}" && pwd -P)
@@ -12,16 +18,56 @@ export ARPMA_PROVIDER=verbs ARPMA_TEST_ADDR=$addr
 prog=$build/bench/librpma_compare
 n_lat=${N_LAT:-2000}
 n_conn=${N_CONN:-100}
-run() { # LIBDIR WHAT N PORT
-  if [[ -n $1 ]]; then LD_LIBRARY_PATH=$1 timeout 300 "$prog" "$addr" "$4" "$2" "$3"; else timeout 300 "$prog" "$addr" "$4" "$2" "$3"; fi
+rounds=${ROUNDS:-5}
+port=7310
+
+cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+# busy% since the "busy idle" pair $1 $2
+busy_since() {
+  local b i
+  read -r b i < <(cpu)
+  awk -v b=$((b - $1)) -v i=$((i - $2)) 'BEGIN { printf "%.0f", b + i > 0 ? 100 * b / (b + i) : 0 }'
 }
-lat_l=$(run "" latency "$n_lat" 7311 | awk '{ print $3 }')
-lat_a=$(run "$build/librpma-abi" latency "$n_lat" 7312 | awk '{ print $3 }')
-con_l=$(run "" connect "$n_conn" 7313 | awk '{ print $2 }')
-con_a=$(run "$build/librpma-abi" connect "$n_conn" 7314 | awk '{ print $2 }')
-echo "64 B write round trip, median us: librpma $lat_l, arpma C API $lat_a, ratio $(awk -v a="$lat_a" -v l="$lat_l" 'BEGIN { printf "%.2f", a / l }')"
-echo "sequential connections/s (rpma_conn_req_new + connect + ESTABLISHED + disconnect): librpma $con_l, arpma C API $con_a"
-if [[ -x $build/bench/conn_setup_bench ]]; then
-  inflight=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" 7315 "$n_conn" 64 | awk '{ print $2 }')
-  echo "arpma, 64 connections in flight on one thread: $inflight connections/s; ratio to librpma's sequential loop: $(awk -v a="$inflight" -v l="$con_l" 'BEGIN { printf "%.2f", a / l }')"
-fi
+# LIBDIR WHAT N: one run of the librpma program (LIBDIR empty: Debian's librpma)
+run() {
+  port=$((port + 1))
+  if [[ -n $1 ]]; then
+    LD_LIBRARY_PATH=$1 timeout 300 "$prog" "$addr" "$port" "$2" "$3"
+  else
+    timeout 300 "$prog" "$addr" "$port" "$2" "$3"
+  fi
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+echo "guest: $(nproc) CPUs (emulated), $rounds rounds, $n_lat writes and $n_conn connections per run"
+lat_ratios=()
+con_ratios=()
+for ((r = 1; r <= rounds; ++r)); do
+  lat_l=$(run "" latency "$n_lat" | awk '{ print $3 }')
+  lat_a=$(run "$build/librpma-abi" latency "$n_lat" | awk '{ print $3 }')
+  read -r b0 i0 < <(cpu)
+  con_l=$(run "" connect "$n_conn" | awk '{ print $2 }')
+  busy_l=$(busy_since "$b0" "$i0")
+  read -r b0 i0 < <(cpu)
+  con_a=$(run "$build/librpma-abi" connect "$n_conn" | awk '{ print $2 }')
+  busy_a=$(busy_since "$b0" "$i0")
+  read -r b0 i0 < <(cpu)
+  port=$((port + 1))
+  inflight=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" 64 | awk '{ print $2 }')
+  busy_i=$(busy_since "$b0" "$i0")
+  lat_ratios+=("$(ratio "$lat_a" "$lat_l")")
+  con_ratios+=("$(ratio "$inflight" "$con_l")")
+  echo "round $r: 64 B write median us: librpma $lat_l, arpma C API $lat_a (ratio ${lat_ratios[-1]});" \
+    "connections/s: librpma sequential $con_l (CPU ${busy_l}%), arpma C API sequential $con_a" \
+    "(CPU ${busy_a}%), arpma 64 in flight $inflight (CPU ${busy_i}%; ratio to librpma ${con_ratios[-1]})"
+done
+echo "median latency ratio (arpma C API / librpma): $(printf '%s\n' "${lat_ratios[@]}" | median)  target 0.95-1.05"
+echo "median connection-rate ratio (arpma 64 in flight / librpma sequential): $(printf '%s\n' "${con_ratios[@]}" | median)  target >= 10"
+echo "in flight on this guest (CPU% = guest CPU busy during the run):"
+for k in 1 4 16 64; do
+  read -r b0 i0 < <(cpu)
+  port=$((port + 1))
+  rate=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" "$k" | awk '{ print $2 }')
+  echo "  $k in flight: $rate connections/s (CPU $(busy_since "$b0" "$i0")%)"
+done

@@ -98,8 +98,10 @@ std::error_code conn_state::build_queues_on_common_channel(const conn_cfg& cfg) 
   provider::device* dev = p.id_device(id);
   auto common = cfg.completion_channel->shared_from_this();
   // Its events are taken on its io_context, and a CQ lives on its channel's device.
+  // Compared by io_context, not executor: a strand of the same one is fine.
   if (common->native == nullptr || common->peer->dev != dev || !channel ||
-      common->ex != channel->executor()) {
+      &asio::query(common->ex, asio::execution::context) !=
+          &asio::query(channel->executor(), asio::execution::context)) {
     ARPMA_LOG(log_level::error,
               "the completion channel belongs to another device or io_context than the "
               "connection");

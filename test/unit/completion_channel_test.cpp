@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <cerrno>
 #include <memory>
@@ -157,6 +158,16 @@ TEST_F(completion_channel_test, a_request_on_another_io_context_is_an_invalid_ar
   EXPECT_EQ(ch.value().cq_count(), 0u);
   const auto calls = fake.take_calls();
   EXPECT_EQ(std::count(calls.begin(), calls.end(), "create_cq"), 0) << "nothing was built";
+}
+
+TEST_F(completion_channel_test, a_strand_of_the_same_io_context_is_the_same_loop) {
+  auto ch = arpma::completion_channel::create(asio::make_strand(io), *peer);
+  ASSERT_TRUE(ch);
+  arpma::conn_cfg cfg;
+  ch.value().attach_to(cfg);
+  auto req = request(cfg, io);
+  ASSERT_TRUE(req) << req.error().message();
+  EXPECT_EQ(ch.value().cq_count(), 1u);
 }
 
 TEST_F(completion_channel_test, a_failed_cq_leaves_the_channel_as_it_was) {
