@@ -3,8 +3,12 @@
 // librpma's sequential loop). A server on its own thread and io_context accepts
 // everything; the client keeps K connects (resolve, connect, ESTABLISHED,
 // disconnect, CLOSED) in flight until N are done. Prints "connect_per_s X".
+// With --channel shared each side's connections put their CQs on one
+// arpma::completion_channel instead of a channel each (one fd and one
+// channel creation less per connection and side).
 //
-//   conn_setup_bench ADDR PORT N K [--json FILE]
+//   conn_setup_bench ADDR PORT N K [--json FILE] [--channel shared|own]
+#include "arpma/completion_channel.hpp"
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/endpoint.hpp"
@@ -16,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,10 +30,10 @@ namespace asio = boost::asio;
 namespace {
 
 // Accepts requests forever (until stopped); each connection waits for its end.
-void accept_next(arpma::endpoint& ep) {
-  ep.async_next_conn_req({}, [&ep](std::error_code ec, arpma::conn_req req) {
+void accept_next(arpma::endpoint& ep, const arpma::conn_cfg& cfg) {
+  ep.async_next_conn_req(cfg, [&ep, cfg](std::error_code ec, arpma::conn_req req) {
     if (ec) return;
-    accept_next(ep);
+    accept_next(ep, cfg);
     req.async_connect({}, [](std::error_code ec2, arpma::connection c) {
       if (ec2) return;
       auto conn = std::make_shared<arpma::connection>(std::move(c));
@@ -43,6 +48,7 @@ struct client {
   std::string addr;
   std::string port;
   int total;
+  arpma::conn_cfg cfg;
   int started = 0;
   int done = 0;
   int failed = 0;
@@ -51,7 +57,7 @@ struct client {
     if (started == total) return;
     ++started;
     arpma::async_conn_req_new(
-        io.get_executor(), peer, addr, port, {}, [this](std::error_code ec, arpma::conn_req req) {
+        io.get_executor(), peer, addr, port, cfg, [this](std::error_code ec, arpma::conn_req req) {
           if (ec) return finish(false);
           req.async_connect({}, [this](std::error_code ec2, arpma::connection c) {
             if (ec2) return finish(false);
@@ -67,12 +73,32 @@ struct client {
   }
 };
 
+/// The cfg of one side: on `channel` if there is one.
+arpma::conn_cfg side_cfg(const arpma::completion_channel& channel) {
+  arpma::conn_cfg cfg;
+  channel.attach_to(cfg);
+  return cfg;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool with_json = argc == 7 && std::string(argv[5]) == "--json";
-  if (argc != 5 && !with_json) {
-    std::fprintf(stderr, "usage: %s ADDR PORT N K [--json FILE]\n", argv[0]);
+  const char* json = nullptr;
+  bool shared = false;
+  bool usage = argc < 5;
+  for (int i = 5; i < argc && !usage; i += 2) {
+    if (i + 1 >= argc)
+      usage = true;
+    else if (std::strcmp(argv[i], "--json") == 0)
+      json = argv[i + 1];
+    else if (std::strcmp(argv[i], "--channel") == 0 &&
+             (std::strcmp(argv[i + 1], "shared") == 0 || std::strcmp(argv[i + 1], "own") == 0))
+      shared = std::strcmp(argv[i + 1], "shared") == 0;
+    else
+      usage = true;
+  }
+  if (usage) {
+    std::fprintf(stderr, "usage: %s ADDR PORT N K [--json FILE] [--channel shared|own]\n", argv[0]);
     return 2;
   }
   const std::string addr = argv[1];
@@ -89,14 +115,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "listen: %s\n", ep.error().message().c_str());
     return 1;
   }
-  accept_next(ep.value());
+  arpma::completion_channel server_channel;
+  if (shared)
+    server_channel = arpma::completion_channel::create(server_io.get_executor(), peer).value();
+  accept_next(ep.value(), side_cfg(server_channel));
   std::atomic<bool> stop{false};
   std::thread server([&] {
     while (!stop) server_io.run_for(std::chrono::milliseconds(20));
   });
 
   asio::io_context io;
-  client c{io, peer, addr, port, n};
+  arpma::completion_channel client_channel;
+  if (shared) client_channel = arpma::completion_channel::create(io.get_executor(), peer).value();
+  client c{io, peer, addr, port, n, side_cfg(client_channel)};
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < k; ++i) c.start_one();
   const auto deadline = t0 + std::chrono::seconds(120);
@@ -108,10 +139,11 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stop = true;
   server.join();
-  std::printf("connect_per_s %.1f (done %d, failed %d, in flight %d)\n", c.done / seconds, c.done,
-              c.failed, k);
-  if (with_json) {
-    if (FILE* f = std::fopen(argv[6], "w")) {
+  std::printf("connect_per_s %.1f (done %d, failed %d, in flight %d, %s)\n", c.done / seconds,
+              c.done, c.failed, k,
+              shared ? "shared completion channels" : "own completion channels");
+  if (json != nullptr) {
+    if (FILE* f = std::fopen(json, "w")) {
       std::fprintf(f,
                    "{\n  \"bench\": \"conn_setup_bench\",\n  \"connections\": %d,\n"
                    "  \"in_flight\": %d,\n  \"done\": %d,\n  \"failed\": %d,\n"

@@ -21,12 +21,12 @@ n_conn=${N_CONN:-100}
 rounds=${ROUNDS:-5}
 port=7310
 
-cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+cpu() { awk '/^cpu / { printf "%d %d\n", $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 # busy% since the "busy idle" pair $1 $2
 busy_since() {
   local b i
   read -r b i < <(cpu)
-  awk -v b=$((b - $1)) -v i=$((i - $2)) 'BEGIN { printf "%.0f", b + i > 0 ? 100 * b / (b + i) : 0 }'
+  awk -v b=$((b - $1)) -v i=$((i - $2)) 'BEGIN { printf "%.0f", (b + i > 0) ? 100 * b / (b + i) : 0 }'
 }
 # LIBDIR WHAT N: one run of the librpma program (LIBDIR empty: Debian's librpma)
 run() {
@@ -56,11 +56,17 @@ for ((r = 1; r <= rounds; ++r)); do
   port=$((port + 1))
   inflight=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" 64 | awk '{ print $2 }')
   busy_i=$(busy_since "$b0" "$i0")
+  read -r b0 i0 < <(cpu)
+  port=$((port + 1))
+  inflight_s=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" 64 --channel shared |
+    awk '{ print $2 }')
+  busy_s=$(busy_since "$b0" "$i0")
   lat_ratios+=("$(ratio "$lat_a" "$lat_l")")
   con_ratios+=("$(ratio "$inflight" "$con_l")")
   echo "round $r: 64 B write median us: librpma $lat_l, arpma C API $lat_a (ratio ${lat_ratios[-1]});" \
     "connections/s: librpma sequential $con_l (CPU ${busy_l}%), arpma C API sequential $con_a" \
-    "(CPU ${busy_a}%), arpma 64 in flight $inflight (CPU ${busy_i}%; ratio to librpma ${con_ratios[-1]})"
+    "(CPU ${busy_a}%), arpma 64 in flight $inflight (CPU ${busy_i}%; ratio to librpma ${con_ratios[-1]})," \
+    "the same on shared completion channels $inflight_s (CPU ${busy_s}%; ratio $(ratio "$inflight_s" "$con_l"))"
 done
 echo "median latency ratio (arpma C API / librpma): $(printf '%s\n' "${lat_ratios[@]}" | median)  target 0.95-1.05"
 echo "median connection-rate ratio (arpma 64 in flight / librpma sequential): $(printf '%s\n' "${con_ratios[@]}" | median)  target >= 10"
@@ -70,4 +76,15 @@ for k in 1 4 16 64; do
   port=$((port + 1))
   rate=$(timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" "$k" | awk '{ print $2 }')
   echo "  $k in flight: $rate connections/s (CPU $(busy_since "$b0" "$i0")%)"
+done
+echo "the process's own CPU time (user / sys), ${n_conn} connections:"
+TIMEFORMAT='%U s user, %S s sys, %R s wall'
+for what in "librpma sequential" "arpma 64 in flight"; do
+  port=$((port + 1))
+  if [[ $what == librpma* ]]; then
+    t=$({ time timeout 300 "$prog" "$addr" "$port" connect "$n_conn" >/dev/null; } 2>&1)
+  else
+    t=$({ time timeout 300 "$build/bench/conn_setup_bench" "$addr" "$port" "$n_conn" 64 >/dev/null; } 2>&1)
+  fi
+  echo "  $what: $t"
 done
