@@ -9,7 +9,7 @@ namespace arpma {
 namespace detail {
 struct srq_state;
 struct comp_channel_state;
-}
+}  // namespace detail
 
 /// Connection configuration (value type). Defaults are librpma 1.3's.
 struct conn_cfg {
