@@ -11,6 +11,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/connected_pair.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -32,10 +33,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
+using arpma::test::connected_pair;
 
 // Open fds of this process that are not sockets: eventfds (soft provider) or
 // uverbs event files (rdma-core) — where completion channels live.
@@ -56,11 +54,6 @@ int channel_fds() {
 constexpr std::size_t slot = 64;
 constexpr std::size_t pairs_n = 16;
 constexpr std::size_t region = pairs_n * slot;
-
-struct pair {
-  arpma::connection server;
-  arpma::connection client;
-};
 
 class completion_channel_cxx : public ::testing::Test {
  protected:
@@ -86,46 +79,18 @@ class completion_channel_cxx : public ::testing::Test {
   }
 
   template <class Done>
-  void run_until(Done done, std::chrono::seconds limit = 30s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      io.restart();
-      io.run_for(10ms);
-    }
-    ASSERT_TRUE(done()) << "timed out";
+  void run_until(Done done) {
+    ASSERT_TRUE(arpma::test::run_until(io, done)) << "timed out";
   }
 
   // Both sides on their side's common channel; the server's with an RCQ.
-  pair connect() {
+  connected_pair connect() {
     arpma::conn_cfg server_cfg;
     server_cfg.rcq_size = 4;
     server_channel.attach_to(server_cfg);
     arpma::conn_cfg client_cfg;
     client_channel.attach_to(client_cfg);
-    pair out;
-    bool accepted = false;
-    bool connected = false;
-    endpoint.async_next_conn_req(server_cfg, [&](std::error_code ec, arpma::conn_req in) {
-      ASSERT_FALSE(ec) << ec.message();
-      in.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
-        EXPECT_FALSE(ec2) << ec2.message();
-        out.server = std::move(c);
-        accepted = true;
-      });
-    });
-    arpma::async_conn_req_new(io.get_executor(), *peer, addr, std::to_string(endpoint.port()),
-                              client_cfg, [&](std::error_code ec, arpma::conn_req req) {
-                                ASSERT_FALSE(ec) << ec.message();
-                                auto kept = std::make_shared<arpma::conn_req>(std::move(req));
-                                kept->async_connect(
-                                    {}, [&, kept](std::error_code ec2, arpma::connection c) {
-                                      EXPECT_FALSE(ec2) << ec2.message();
-                                      out.client = std::move(c);
-                                      connected = true;
-                                    });
-                              });
-    run_until([&] { return accepted && connected; });
-    return out;
+    return arpma::test::connect_pair(io, *peer, endpoint, server_cfg, client_cfg);
   }
 
   arpma::remote_mr server_region() const {
@@ -135,7 +100,7 @@ class completion_channel_cxx : public ::testing::Test {
 
   // On every pair at once: a write into its server slot, a read back into
   // its client slot, and a send into a receive posted on its server side.
-  void exercise(std::vector<pair>& pairs) {
+  void exercise(std::vector<connected_pair>& pairs) {
     const auto remote = server_region();
     std::size_t done = 0;
     std::vector<std::string> received(pairs.size());
@@ -178,7 +143,7 @@ class completion_channel_cxx : public ::testing::Test {
       EXPECT_EQ(received[i], "hello from " + std::to_string(i));
   }
 
-  std::string addr = test_addr();
+  std::string addr = arpma::test::test_addr();
   std::optional<arpma::peer> peer;
   asio::io_context io;
   std::vector<char> server_memory = std::vector<char>(region);
@@ -191,7 +156,7 @@ class completion_channel_cxx : public ::testing::Test {
 };
 
 TEST_F(completion_channel_cxx, many_connections_use_one_fd_and_each_completes_its_own) {
-  std::vector<pair> pairs;
+  std::vector<connected_pair> pairs;
   pairs.push_back(connect());
   const int fds_with_one = channel_fds();
   for (std::size_t i = 1; i < pairs_n; ++i) pairs.push_back(connect());
@@ -204,7 +169,7 @@ TEST_F(completion_channel_cxx, many_connections_use_one_fd_and_each_completes_it
 }
 
 TEST_F(completion_channel_cxx, the_loop_runs_out_of_work_when_nothing_is_pending) {
-  std::vector<pair> pairs;
+  std::vector<connected_pair> pairs;
   for (int i = 0; i < 2; ++i) pairs.push_back(connect());
   exercise(pairs);
   // Nothing pending: the common channel's fd is not watched, so run() ends.
@@ -214,7 +179,7 @@ TEST_F(completion_channel_cxx, the_loop_runs_out_of_work_when_nothing_is_pending
 }
 
 TEST_F(completion_channel_cxx, busy_poll_connections_share_the_channel_too) {
-  std::vector<pair> pairs;
+  std::vector<connected_pair> pairs;
   for (int i = 0; i < 4; ++i) pairs.push_back(connect());
   pairs[0].client.set_busy_poll(200us);
   pairs[1].server.set_busy_poll(200us);
@@ -235,7 +200,7 @@ TEST_F(completion_channel_cxx, raw_waits_are_refused_as_on_a_shared_channel) {
 }
 
 TEST_F(completion_channel_cxx, a_peer_gone_fails_the_receives_pending_on_the_channel) {
-  std::vector<pair> pairs;
+  std::vector<connected_pair> pairs;
   for (int i = 0; i < 3; ++i) pairs.push_back(connect());
   std::optional<std::error_code> lost;
   pairs[1].server.async_recv(server_mr, 0, slot,
@@ -251,7 +216,7 @@ TEST_F(completion_channel_cxx, a_peer_gone_fails_the_receives_pending_on_the_cha
 }
 
 TEST_F(completion_channel_cxx, the_channel_outlives_its_handle_and_goes_with_its_last_user) {
-  std::vector<pair> pairs;
+  std::vector<connected_pair> pairs;
   for (int i = 0; i < 2; ++i) pairs.push_back(connect());
   std::weak_ptr<arpma::detail::comp_channel_state> server_state = server_channel.state();
   EXPECT_FALSE(server_channel.close()) << "connections still use it";

@@ -10,6 +10,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/connected_pair.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -31,18 +32,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
+using pair = arpma::test::connected_pair;
 
 constexpr std::size_t slot = 64;
 constexpr std::size_t region = 16 * slot;
-
-struct pair {
-  arpma::connection server;
-  arpma::connection client;
-};
 
 class srq_cxx : public ::testing::Test {
  protected:
@@ -67,43 +60,15 @@ class srq_cxx : public ::testing::Test {
   }
 
   template <class Done>
-  void run_until(Done done, std::chrono::seconds limit = 30s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      io.restart();
-      io.run_for(10ms);
-    }
-    ASSERT_TRUE(done()) << "timed out";
+  void run_until(Done done) {
+    ASSERT_TRUE(arpma::test::run_until(io, done)) << "timed out";
   }
 
   // The server's side receives from the SRQ; the client's has a queue of its own.
   pair connect() {
     arpma::conn_cfg server_cfg;
     shared.attach_to(server_cfg);
-    pair out;
-    bool accepted = false;
-    bool connected = false;
-    endpoint.async_next_conn_req(server_cfg, [&](std::error_code ec, arpma::conn_req in) {
-      ASSERT_FALSE(ec) << ec.message();
-      in.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
-        EXPECT_FALSE(ec2) << ec2.message();
-        out.server = std::move(c);
-        accepted = true;
-      });
-    });
-    arpma::async_conn_req_new(io.get_executor(), *peer, addr, std::to_string(endpoint.port()), {},
-                              [&](std::error_code ec, arpma::conn_req req) {
-                                ASSERT_FALSE(ec) << ec.message();
-                                auto kept = std::make_shared<arpma::conn_req>(std::move(req));
-                                kept->async_connect(
-                                    {}, [&, kept](std::error_code ec2, arpma::connection c) {
-                                      EXPECT_FALSE(ec2) << ec2.message();
-                                      out.client = std::move(c);
-                                      connected = true;
-                                    });
-                              });
-    run_until([&] { return accepted && connected; });
-    return out;
+    return arpma::test::connect_pair(io, *peer, endpoint, server_cfg, {});
   }
 
   void send_from(arpma::connection& client, std::size_t index, const std::string& text) {
@@ -117,7 +82,7 @@ class srq_cxx : public ::testing::Test {
     run_until([&] { return sent; });
   }
 
-  std::string addr = test_addr();
+  std::string addr = arpma::test::test_addr();
   std::optional<arpma::peer> peer;
   asio::io_context io;
   std::vector<char> server_memory = std::vector<char>(region);

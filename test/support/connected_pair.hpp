@@ -1,0 +1,85 @@
+// What the C++ integration tests built on one io_context share: the address
+// to test on, running the loop until a condition holds, and a connection
+// pair made through an endpoint with a cfg for each side.
+#pragma once
+
+#include "arpma/conn_cfg.hpp"
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
+#include "arpma/peer.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace arpma::test {
+
+/// ARPMA_TEST_ADDR (the guest's rxe address) or loopback.
+inline std::string test_addr() {
+  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
+}
+
+/// Runs `io` in 10 ms slices until `done()` or `limit`; whether it holds.
+template <class Done>
+bool run_until(boost::asio::io_context& io, Done done,
+               std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < end) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+struct connected_pair {
+  arpma::connection server;
+  arpma::connection client;
+};
+
+/// One connection from `peer` to `ep` (on `io`), each side with its cfg;
+/// failures are test failures (the pair is then partly empty).
+inline connected_pair connect_pair(boost::asio::io_context& io, const arpma::peer& peer,
+                                   arpma::endpoint& ep, const arpma::conn_cfg& server_cfg,
+                                   const arpma::conn_cfg& client_cfg) {
+  connected_pair out;
+  bool accepted = false;
+  bool connected = false;
+  ep.async_next_conn_req(server_cfg, [&](std::error_code ec, arpma::conn_req in) {
+    if (ec) {
+      ADD_FAILURE() << "next_conn_req: " << ec.message();
+      accepted = true;
+      return;
+    }
+    in.async_connect({}, [&](std::error_code ec2, arpma::connection c) {
+      EXPECT_FALSE(ec2) << ec2.message();
+      out.server = std::move(c);
+      accepted = true;
+    });
+  });
+  arpma::async_conn_req_new(io.get_executor(), peer, test_addr(), std::to_string(ep.port()),
+                            client_cfg, [&](std::error_code ec, arpma::conn_req req) {
+                              if (ec) {
+                                ADD_FAILURE() << "conn_req_new: " << ec.message();
+                                connected = true;
+                                return;
+                              }
+                              auto kept = std::make_shared<arpma::conn_req>(std::move(req));
+                              kept->async_connect(
+                                  {}, [&, kept](std::error_code ec2, arpma::connection c) {
+                                    EXPECT_FALSE(ec2) << ec2.message();
+                                    out.client = std::move(c);
+                                    connected = true;
+                                  });
+                            });
+  EXPECT_TRUE(run_until(io, [&] { return accepted && connected; })) << "connect timed out";
+  return out;
+}
+
+}  // namespace arpma::test
