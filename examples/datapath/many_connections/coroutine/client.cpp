@@ -3,12 +3,16 @@
 // Each connects, learns the server's region and its slot from the accept's
 // private data, waits until all 8 are connected (so the server has them all
 // open together), writes 3 messages into its slot, flushes the slot to
-// visibility and disconnects. Every wait is bounded.
+// visibility and disconnects. Every wait is bounded. All 8 connections put
+// their CQs on one arpma::completion_channel: one fd for their completions
+// instead of one each, each write still completing in its own coroutine.
 //
 // usage: many_connections_coroutine_client <addr> <port>
 
 #include "../../common.hpp"
 #include "../protocol.hpp"
+
+#include <arpma/completion_channel.hpp>
 
 #include <array>
 #include <cstdio>
@@ -30,6 +34,8 @@ struct shared {
   int good = 0;
   asio::steady_timer all_connected;
   asio::steady_timer all_done;
+  arpma::conn_cfg cfg;  ///< on `channel`
+  arpma::completion_channel channel;
 };
 
 // Waits until `timer` is cancelled because `count` reached the number of
@@ -51,7 +57,7 @@ asio::awaitable<bool> one_connection(std::shared_ptr<shared> s, const arpma::pee
   const arpma::local_mr mr =
       example::reg(who, peer, buf.data(), buf.size(), arpma::mr_usage::write_src);
   if (!mr) co_return false;
-  arpma::connection conn = co_await example::connect(who, peer, a);
+  arpma::connection conn = co_await example::connect(who, peer, a, s->cfg);
   if (!conn) co_return false;
   const auto pdata = conn.private_data();
   if (pdata.size() < mc::pdata_size) {
@@ -94,8 +100,15 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
   const auto ex = co_await asio::this_coro::executor;
   // Shared with the connections, which may outlive this coroutine when it gives up.
   const auto s = std::make_shared<shared>(ex);
-  std::printf("client: opening %d connections to %s:%s\n", mc::connections, a.addr.c_str(),
-              a.port.c_str());
+  auto channel = arpma::completion_channel::create(ex, peer);
+  if (!channel) {
+    std::printf("client: creating the completion channel: %s\n", channel.error().message().c_str());
+    co_return false;
+  }
+  s->channel = std::move(channel).value();
+  s->channel.attach_to(s->cfg);
+  std::printf("client: opening %d connections to %s:%s, their completions on one channel\n",
+              mc::connections, a.addr.c_str(), a.port.c_str());
   s->all_connected.expires_after(example::quiet_limit);
   for (int id = 1; id <= mc::connections; ++id)
     asio::co_spawn(ex, one_connection(s, peer, a, id), [s](const std::exception_ptr& e, bool good) {
@@ -108,7 +121,8 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     s->all_done.expires_after(4 * example::quiet_limit);
     co_await s->all_done.async_wait(example::awaitable_tuple);
   }
-  std::printf("client: %d of %d connections done\n", s->good, mc::connections);
+  std::printf("client: %d of %d connections done, %zu CQs left on the channel\n", s->good,
+              mc::connections, s->channel.cq_count());
   co_return s->good == mc::connections;
 }
 
