@@ -57,7 +57,11 @@ void comp_channel_state::bind(provider::cq* cq, const std::shared_ptr<cq_dispatc
 void comp_channel_state::want() noexcept { ++wanting_; }
 
 void comp_channel_state::unwant() noexcept {
-  if (wanting_ > 0) --wanting_;
+  if (wanting_ == 0 || --wanting_ > 0 || !fd_) return;
+  // Nobody waits any more (the last one may have been closed with operations
+  // pending): a wait left on the fd would keep the io_context busy.
+  boost::system::error_code ignored;
+  fd_->cancel(ignored);
 }
 
 void comp_channel_state::watch() {
@@ -72,7 +76,9 @@ void comp_channel_state::watch() {
   fd_->async_wait(asio::posix::stream_descriptor::wait_read,
                   [self = shared_from_this()](const std::error_code& ec) {
                     if (ec) {
+                      // Cancelled by unwant; someone may want it again since.
                       self->waiting_ = false;
+                      self->watch();
                       return;
                     }
                     self->on_readable();

@@ -178,6 +178,26 @@ TEST_F(completion_channel_cxx, the_loop_runs_out_of_work_when_nothing_is_pending
   EXPECT_TRUE(io.stopped()) << "something still holds the io_context";
 }
 
+TEST_F(completion_channel_cxx, closing_a_connection_with_a_pending_receive_lets_the_loop_end) {
+  std::vector<connected_pair> pairs;
+  for (int i = 0; i < 2; ++i) pairs.push_back(connect());
+  std::optional<arpma::error_code> aborted;
+  pairs[0].server.async_recv(server_mr, 0, slot,
+                             [&](arpma::error_code ec, arpma::completion) { aborted = ec; });
+  io.restart();
+  io.poll();  // the receive is posted and the channel's fd watched
+  EXPECT_FALSE(aborted.has_value());
+  (void)pairs[0].server.close();
+  run_until([&] { return aborted.has_value(); });
+  EXPECT_EQ(*aborted, asio::error::operation_aborted);
+  // Nobody waits on the channel any more: its fd must not keep the loop busy.
+  io.restart();
+  io.run_for(3s);
+  EXPECT_TRUE(io.stopped()) << "the common channel's fd is still watched";
+  pairs.erase(pairs.begin());
+  exercise(pairs);  // the others go on
+}
+
 TEST_F(completion_channel_cxx, busy_poll_connections_share_the_channel_too) {
   std::vector<connected_pair> pairs;
   for (int i = 0; i < 4; ++i) pairs.push_back(connect());
