@@ -57,7 +57,7 @@ void comp_channel_state::bind(provider::cq* cq, const std::shared_ptr<cq_dispatc
 void comp_channel_state::want() noexcept { ++wanting_; }
 
 void comp_channel_state::unwant() noexcept {
-  if (wanting_ == 0 || --wanting_ > 0 || !fd_) return;
+  if (wanting_ == 0 || --wanting_ > 0 || !waiting_ || !fd_) return;
   // Nobody waits any more (the last one may have been closed with operations
   // pending): a wait left on the fd would keep the io_context busy.
   boost::system::error_code ignored;
@@ -67,22 +67,15 @@ void comp_channel_state::unwant() noexcept {
 void comp_channel_state::watch() {
   if (abandoned_ || native == nullptr || waiting_ || wanting_ == 0) return;
   waiting_ = true;
-  const int channel_fd = fd();
-  if (readable(channel_fd)) {  // an event that came while nobody watched
-    asio::post(ex, [self = shared_from_this()] { self->on_readable(); });
-    return;
-  }
-  if (!fd_) fd_.emplace(ex, channel_fd);
-  fd_->async_wait(asio::posix::stream_descriptor::wait_read,
-                  [self = shared_from_this()](const std::error_code& ec) {
-                    if (ec) {
-                      // Cancelled by unwant; someone may want it again since.
-                      self->waiting_ = false;
-                      self->watch();
-                      return;
-                    }
-                    self->on_readable();
-                  });
+  when_readable(fd_, ex, fd(), [self = shared_from_this()](const std::error_code& ec) {
+    if (ec) {
+      // Cancelled by unwant; someone may want it again since.
+      self->waiting_ = false;
+      self->watch();
+      return;
+    }
+    self->on_readable();
+  });
 }
 
 void comp_channel_state::on_readable() {
@@ -114,11 +107,10 @@ void comp_channel_state::on_readable() {
     if (d && d->note_fired()) fired_.push_back(std::move(d));
   }
   // Drained after every event is taken and its CQ re-armed: what completes
-  // from now on fires again.
-  auto fired = std::exchange(fired_, {});
-  for (auto& d : fired) d->on_shared_event();
-  fired.clear();
-  fired_ = std::move(fired);  // keeps the capacity
+  // from now on fires again. (Their operations' handlers are posted, so
+  // nothing here re-enters this function.)
+  for (auto& d : fired_) d->on_shared_event();
+  fired_.clear();
   watch();
 }
 

@@ -67,6 +67,21 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
   return {};
 }
 
+std::error_code conn_state::join_common_channel(comp_channel_state& common, provider::device* dev) {
+  // Its events are taken on its io_context, and a CQ lives on its channel's device.
+  // Compared by io_context, not executor: a strand of the same one is fine.
+  if (common.native == nullptr || common.peer->dev != dev || !channel ||
+      &asio::query(common.ex, asio::execution::context) !=
+          &asio::query(channel->executor(), asio::execution::context)) {
+    ARPMA_LOG(log_level::error,
+              "the completion channel belongs to another device or io_context than the "
+              "connection");
+    return make_error_code(errc::invalid_argument);
+  }
+  common_channel = common.shared_from_this();
+  return {};
+}
+
 std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   auto& p = prov();
   provider::device* dev = p.id_device(id);
@@ -78,8 +93,9 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
               "its own RCQ");
     return make_error_code(errc::invalid_argument);
   }
-  if (cfg.completion_channel != nullptr) return build_queues_on_common_channel(cfg);
-  if (cfg.shared_completion_channel) {
+  if (cfg.completion_channel != nullptr) {
+    if (auto ec = join_common_channel(*cfg.completion_channel, dev)) return ec;
+  } else if (cfg.shared_completion_channel) {
     auto created = p.create_comp_channel(dev);
     if (!created) {
       ARPMA_LOG_FAILURE("create shared completion channel", created.error());
@@ -87,40 +103,14 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     }
     shared_channel = created.value();
   }
-  if (auto ec = make_cq(p, dev, cfg.cq_size, shared_channel, cq)) return ec;
+  provider::comp_channel* on = common_channel ? common_channel->native : shared_channel;
+  if (auto ec = make_cq(p, dev, cfg.cq_size, on, cq)) return ec;
   if (srq_rcq == nullptr && cfg.rcq_size > 0)
-    if (auto ec = make_cq(p, dev, cfg.rcq_size, shared_channel, rcq)) return ec;
-  return build_qp(cfg);
-}
-
-std::error_code conn_state::build_queues_on_common_channel(const conn_cfg& cfg) {
-  auto& p = prov();
-  provider::device* dev = p.id_device(id);
-  auto common = cfg.completion_channel->shared_from_this();
-  // Its events are taken on its io_context, and a CQ lives on its channel's device.
-  // Compared by io_context, not executor: a strand of the same one is fine.
-  if (common->native == nullptr || common->peer->dev != dev || !channel ||
-      &asio::query(common->ex, asio::execution::context) !=
-          &asio::query(channel->executor(), asio::execution::context)) {
-    ARPMA_LOG(log_level::error,
-              "the completion channel belongs to another device or io_context than the "
-              "connection");
-    return make_error_code(errc::invalid_argument);
+    if (auto ec = make_cq(p, dev, cfg.rcq_size, on, rcq)) return ec;
+  if (common_channel) {
+    common_channel->add_cq(cq.cq);
+    if (rcq.cq != nullptr) common_channel->add_cq(rcq.cq);
   }
-  common_channel = std::move(common);
-  if (auto ec = make_cq(p, dev, cfg.cq_size, common_channel->native, cq)) return ec;
-  common_channel->add_cq(cq.cq);
-  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
-  if (srq_rcq == nullptr && cfg.rcq_size > 0) {
-    if (auto ec = make_cq(p, dev, cfg.rcq_size, common_channel->native, rcq)) return ec;
-    common_channel->add_cq(rcq.cq);
-  }
-  return build_qp(cfg);
-}
-
-std::error_code conn_state::build_qp(const conn_cfg& cfg) {
-  auto& p = prov();
-  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
   provider::qp_config qp;
   qp.send_cq = cq.cq;
   qp.recv_cq = srq_rcq != nullptr ? srq_rcq : rcq.cq != nullptr ? rcq.cq : cq.cq;

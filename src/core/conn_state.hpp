@@ -69,10 +69,9 @@ struct conn_state final : cm_event_sink {
   /// with cfg.srq the QP receives from it (and into its RCQ, if it has one,
   /// instead of an RCQ of the connection's).
   std::error_code build_queues(const conn_cfg& cfg);
-  /// build_queues with both CQs on cfg.completion_channel.
-  std::error_code build_queues_on_common_channel(const conn_cfg& cfg);
-  /// The QP on the CQs built (and cfg.srq).
-  std::error_code build_qp(const conn_cfg& cfg);
+  /// Takes `common` as the channel of both CQs, if it is on this id's
+  /// device and io_context (errc::invalid_argument otherwise).
+  std::error_code join_common_channel(comp_channel_state& common, provider::device* dev);
   /// Releases everything; returns the first error, always finishes.
   std::error_code destroy() noexcept;
 

@@ -41,16 +41,10 @@ class cq_wait final : public parked_op<cq_wait> {
     constexpr auto any = asio::cancellation_type::terminal | asio::cancellation_type::partial |
                          asio::cancellation_type::total;
     park(any);
-    const int fd = prov_.comp_channel_fd(queue_.own_channel);
-    if (readable(fd)) {
-      asio::post(executor(), [self = shared_from_this()] { self->take(); });
-      return;
-    }
-    fd_.emplace(executor(), fd);
-    fd_->async_wait(asio::posix::stream_descriptor::wait_read,
-                    [self = shared_from_this()](const std::error_code& ec) {
-                      if (!ec) self->take();
-                    });
+    when_readable(fd_, executor(), prov_.comp_channel_fd(queue_.own_channel),
+                  [self = shared_from_this()](const std::error_code& ec) {
+                    if (!ec) self->take();
+                  });
   }
 
   void cancelled() {
@@ -86,10 +80,6 @@ class cq_wait final : public parked_op<cq_wait> {
   const cq_state& queue_;
   std::optional<asio::posix::stream_descriptor> fd_;
 };
-
-}  // namespace
-
-namespace {
 
 void to_ibv_wc(const provider::work_completion& wc, ibv_wc& o) noexcept {
   o = ibv_wc{};

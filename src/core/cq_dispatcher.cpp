@@ -95,22 +95,15 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
 
 void cq_dispatcher::watch(channel& ch) {
   if (closed_ || ch.waiting || pending_.empty()) return;
-  auto& p = prov_;
-  const int fd = p.comp_channel_fd(ch.native);
   ch.waiting = true;
-  if (readable(fd)) {
-    asio::post(ex_, [self = shared_from_this(), &ch] { self->on_readable(ch); });
-    return;
-  }
-  if (!ch.fd) ch.fd.emplace(ex_, fd);
-  ch.fd->async_wait(asio::posix::stream_descriptor::wait_read,
-                    [self = shared_from_this(), &ch](const std::error_code& ec) {
-                      if (ec) {
-                        ch.waiting = false;
-                        return;
-                      }
-                      self->on_readable(ch);
-                    });
+  when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native),
+                [self = shared_from_this(), &ch](const std::error_code& ec) {
+                  if (ec) {
+                    ch.waiting = false;
+                    return;
+                  }
+                  self->on_readable(ch);
+                });
 }
 
 void cq_dispatcher::on_readable(channel& ch) {

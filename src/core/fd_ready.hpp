@@ -1,19 +1,39 @@
 // File-descriptor modes the channels need: whether there is something to read
-// now (drains read only what is there, whatever mode a C program set), and
-// librpma's blocking default for the fds the C API hands out.
+// now (drains read only what is there, whatever mode a C program set), waiting
+// for that on the loop, and librpma's blocking default for the fds the C API
+// hands out.
 #pragma once
+
+#include "core/asio.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 
 #include <cerrno>
+#include <optional>
 #include <system_error>
+#include <utility>
 
 namespace arpma::detail {
 
 [[nodiscard]] inline bool readable(int fd) noexcept {
   pollfd p{fd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+/// Calls `on_ready(std::error_code)` on `ex` once `native_fd` is readable:
+/// posted at once when it already is (the reactor is edge-triggered: an edge
+/// that came while nobody watched would not be seen again), else through an
+/// async_wait on `fd`, made on first use; the provider keeps owning the fd.
+template <class Handler>
+void when_readable(std::optional<asio::posix::stream_descriptor>& fd,
+                   const asio::any_io_executor& ex, int native_fd, Handler on_ready) {
+  if (readable(native_fd)) {
+    asio::post(ex, [h = std::move(on_ready)]() mutable { h(std::error_code()); });
+    return;
+  }
+  if (!fd) fd.emplace(ex, native_fd);
+  fd->async_wait(asio::posix::stream_descriptor::wait_read, std::move(on_ready));
 }
 
 inline std::error_code set_fd_blocking(int fd, bool blocking) noexcept {
