@@ -33,7 +33,7 @@ extern "C" {
 
 int rpma_conn_cfg_new(struct rpma_conn_cfg** cfg_ptr) {
   if (cfg_ptr == nullptr) return RPMA_E_INVAL;
-  auto* cfg = ARPMA_FAULT_POINT("alloc rpma_conn_cfg") ? nullptr : new (std::nothrow) rpma_conn_cfg;
+  auto* cfg = arpma::capi::new_handle<rpma_conn_cfg>("alloc rpma_conn_cfg");
   if (cfg == nullptr) return RPMA_E_NOMEM;
   *cfg_ptr = cfg;
   return 0;

@@ -50,9 +50,7 @@ int rpma_mr_remote_from_descriptor(const void* desc, size_t desc_size,
   auto decoded =
       arpma::remote_mr::from_descriptor({static_cast<const std::uint8_t*>(desc), desc_size});
   if (!decoded) return arpma::to_rpma_error(decoded.error());
-  auto* mr = ARPMA_FAULT_POINT("alloc rpma_mr_remote") ? nullptr
-                                                       : new (std::nothrow)
-                                                             rpma_mr_remote{decoded.value()};
+  auto* mr = arpma::capi::new_handle<rpma_mr_remote>("alloc rpma_mr_remote", decoded.value());
   if (mr == nullptr) return RPMA_E_NOMEM;
   *mr_ptr = mr;
   return 0;

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <new>
 #include <system_error>
+#include <utility>
 
 struct rpma_peer {
   arpma::peer cxx;
@@ -65,6 +66,14 @@ namespace arpma::capi {
 /// allocation would, with std::bad_alloc, which guarded() returns as RPMA_E_NOMEM.
 inline void alloc_point([[maybe_unused]] const char* what) {
   if (ARPMA_FAULT_POINT(what)) throw std::bad_alloc();
+}
+
+/// `new (std::nothrow) T{args...}`, or nullptr at the fault point `what`, as a failed
+/// allocation: nothing is taken from `args` then.
+template <class T, class... Args>
+T* new_handle([[maybe_unused]] const char* what, Args&&... args) noexcept {
+  if (ARPMA_FAULT_POINT(what)) return nullptr;
+  return new (std::nothrow) T{std::forward<Args>(args)...};
 }
 
 /// Runs `body` at the C boundary: nothing may unwind into a C caller.

@@ -12,9 +12,7 @@ int rpma_peer_new(struct ibv_context* ibv_ctx, struct rpma_peer** peer_ptr) {
   if (ibv_ctx == nullptr || peer_ptr == nullptr) return RPMA_E_INVAL;
   auto created = arpma::peer::create(ibv_ctx);
   if (!created) return arpma::to_rpma_error(created.error());
-  auto* peer = ARPMA_FAULT_POINT("alloc rpma_peer") ? nullptr
-                                                    : new (std::nothrow)
-                                                          rpma_peer{std::move(created).value()};
+  auto* peer = arpma::capi::new_handle<rpma_peer>("alloc rpma_peer", std::move(created).value());
   if (peer == nullptr) return RPMA_E_NOMEM;  // the moved-from result releases the PD
   *peer_ptr = peer;
   return 0;

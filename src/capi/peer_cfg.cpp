@@ -11,8 +11,7 @@ extern "C" {
 
 int rpma_peer_cfg_new(struct rpma_peer_cfg** pcfg_ptr) {
   if (pcfg_ptr == nullptr) return RPMA_E_INVAL;
-  auto* pcfg =
-      ARPMA_FAULT_POINT("alloc rpma_peer_cfg") ? nullptr : new (std::nothrow) rpma_peer_cfg;
+  auto* pcfg = arpma::capi::new_handle<rpma_peer_cfg>("alloc rpma_peer_cfg");
   if (pcfg == nullptr) return RPMA_E_NOMEM;
   *pcfg_ptr = pcfg;
   return 0;
@@ -56,8 +55,7 @@ int rpma_peer_cfg_from_descriptor(const void* desc, size_t desc_size,
     return RPMA_E_INVAL;
   std::uint8_t byte = 0;
   std::memcpy(&byte, desc, sizeof byte);
-  auto* pcfg =
-      ARPMA_FAULT_POINT("alloc rpma_peer_cfg") ? nullptr : new (std::nothrow) rpma_peer_cfg;
+  auto* pcfg = arpma::capi::new_handle<rpma_peer_cfg>("alloc rpma_peer_cfg");
   if (pcfg == nullptr) return RPMA_E_NOMEM;
   pcfg->direct_write_to_pmem.store(byte != 0);
   *pcfg_ptr = pcfg;

@@ -24,7 +24,7 @@ extern "C" {
 
 int rpma_srq_cfg_new(struct rpma_srq_cfg** cfg_ptr) {
   if (cfg_ptr == nullptr) return RPMA_E_INVAL;
-  auto* cfg = ARPMA_FAULT_POINT("alloc rpma_srq_cfg") ? nullptr : new (std::nothrow) rpma_srq_cfg;
+  auto* cfg = arpma::capi::new_handle<rpma_srq_cfg>("alloc rpma_srq_cfg");
   if (cfg == nullptr) return RPMA_E_NOMEM;
   *cfg_ptr = cfg;
   return 0;

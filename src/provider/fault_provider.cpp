@@ -17,6 +17,24 @@ namespace {
 
 std::error_code err(int e) noexcept { return {e, std::system_category()}; }
 
+/// A creating call: fails with ENOMEM at `point` before the real call, else
+/// counts what `create` made as alive. `point` must be a string literal.
+template <class Create>
+auto created(const char* point, fault::object kind, Create&& create) -> decltype(create()) {
+  if (ARPMA_FAULT_POINT(point)) return err(ENOMEM);
+  auto made = create();
+  if (made) fault::note_object(kind, 1);
+  return made;
+}
+
+/// A releasing call, already made with result `ec`: counts the object gone,
+/// then reports EIO at `point` (nothing leaks by the injection itself).
+std::error_code released(const char* point, fault::object kind, std::error_code ec) noexcept {
+  if (!ec) fault::note_object(kind, -1);
+  if (ARPMA_FAULT_POINT(point)) return err(EIO);
+  return ec;
+}
+
 }  // namespace
 
 result<device*> fault_provider::find_device(const char* addr, bool remote) {
@@ -25,10 +43,8 @@ result<device*> fault_provider::find_device(const char* addr, bool remote) {
 }
 
 result<event_channel*> fault_provider::create_event_channel() {
-  if (ARPMA_FAULT_POINT("create_event_channel")) return err(ENOMEM);
-  auto created = inner_.create_event_channel();
-  if (created) fault::note_object(fault::object::event_channel, 1);
-  return created;
+  return created("create_event_channel", fault::object::event_channel,
+                 [&] { return inner_.create_event_channel(); });
 }
 
 void fault_provider::destroy_event_channel(event_channel* channel) noexcept {
@@ -48,17 +64,12 @@ std::error_code fault_provider::get_cm_event(event_channel* channel, cm_event& o
 }
 
 result<cm_id*> fault_provider::create_id(event_channel* channel, std::uint64_t context) {
-  if (ARPMA_FAULT_POINT("create_id")) return err(ENOMEM);
-  auto created = inner_.create_id(channel, context);
-  if (created) fault::note_object(fault::object::id, 1);
-  return created;
+  return created("create_id", fault::object::id,
+                 [&] { return inner_.create_id(channel, context); });
 }
 
 std::error_code fault_provider::destroy_id(cm_id* id) noexcept {
-  const std::error_code ec = inner_.destroy_id(id);
-  if (!ec) fault::note_object(fault::object::id, -1);
-  if (ARPMA_FAULT_POINT("destroy_id")) return err(EIO);
-  return ec;
+  return released("destroy_id", fault::object::id, inner_.destroy_id(id));
 }
 
 std::error_code fault_provider::resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) {
@@ -117,31 +128,21 @@ void fault_provider::set_context(cm_id* id, std::uint64_t context) noexcept {
 }
 
 result<pd*> fault_provider::alloc_pd(device* dev) {
-  if (ARPMA_FAULT_POINT("alloc_pd")) return err(ENOMEM);
-  auto created = inner_.alloc_pd(dev);
-  if (created) fault::note_object(fault::object::pd, 1);
-  return created;
+  return created("alloc_pd", fault::object::pd, [&] { return inner_.alloc_pd(dev); });
 }
 
 std::error_code fault_provider::dealloc_pd(pd* pd) noexcept {
-  const std::error_code ec = inner_.dealloc_pd(pd);
-  if (!ec) fault::note_object(fault::object::pd, -1);
-  if (ARPMA_FAULT_POINT("dealloc_pd")) return err(EIO);
-  return ec;
+  return released("dealloc_pd", fault::object::pd, inner_.dealloc_pd(pd));
 }
 
 result<comp_channel*> fault_provider::create_comp_channel(device* dev) {
-  if (ARPMA_FAULT_POINT("create_comp_channel")) return err(ENOMEM);
-  auto created = inner_.create_comp_channel(dev);
-  if (created) fault::note_object(fault::object::comp_channel, 1);
-  return created;
+  return created("create_comp_channel", fault::object::comp_channel,
+                 [&] { return inner_.create_comp_channel(dev); });
 }
 
 std::error_code fault_provider::destroy_comp_channel(comp_channel* channel) noexcept {
-  const std::error_code ec = inner_.destroy_comp_channel(channel);
-  if (!ec) fault::note_object(fault::object::comp_channel, -1);
-  if (ARPMA_FAULT_POINT("destroy_comp_channel")) return err(EIO);
-  return ec;
+  return released("destroy_comp_channel", fault::object::comp_channel,
+                  inner_.destroy_comp_channel(channel));
 }
 
 int fault_provider::comp_channel_fd(const comp_channel* channel) const noexcept {
@@ -149,17 +150,12 @@ int fault_provider::comp_channel_fd(const comp_channel* channel) const noexcept 
 }
 
 result<cq*> fault_provider::create_cq(device* dev, int cqe, comp_channel* channel) {
-  if (ARPMA_FAULT_POINT("create_cq")) return err(ENOMEM);
-  auto created = inner_.create_cq(dev, cqe, channel);
-  if (created) fault::note_object(fault::object::cq, 1);
-  return created;
+  return created("create_cq", fault::object::cq,
+                 [&] { return inner_.create_cq(dev, cqe, channel); });
 }
 
 std::error_code fault_provider::destroy_cq(cq* cq) noexcept {
-  const std::error_code ec = inner_.destroy_cq(cq);
-  if (!ec) fault::note_object(fault::object::cq, -1);
-  if (ARPMA_FAULT_POINT("destroy_cq")) return err(EIO);
-  return ec;
+  return released("destroy_cq", fault::object::cq, inner_.destroy_cq(cq));
 }
 
 std::error_code fault_provider::req_notify_cq(cq* cq, bool solicited_only) {
@@ -185,17 +181,12 @@ std::uint32_t fault_provider::qp_num(const cm_id* id) const noexcept { return in
 device_caps fault_provider::caps(const device* dev) const noexcept { return inner_.caps(dev); }
 
 result<mr*> fault_provider::reg_mr(pd* pd, void* addr, std::size_t length, int access) {
-  if (ARPMA_FAULT_POINT("reg_mr")) return err(ENOMEM);
-  auto created = inner_.reg_mr(pd, addr, length, access);
-  if (created) fault::note_object(fault::object::mr, 1);
-  return created;
+  return created("reg_mr", fault::object::mr,
+                 [&] { return inner_.reg_mr(pd, addr, length, access); });
 }
 
 std::error_code fault_provider::dereg_mr(mr* mr) noexcept {
-  const std::error_code ec = inner_.dereg_mr(mr);
-  if (!ec) fault::note_object(fault::object::mr, -1);
-  if (ARPMA_FAULT_POINT("dereg_mr")) return err(EIO);
-  return ec;
+  return released("dereg_mr", fault::object::mr, inner_.dereg_mr(mr));
 }
 
 std::uint32_t fault_provider::mr_lkey(const mr* mr) const noexcept { return inner_.mr_lkey(mr); }
@@ -225,17 +216,12 @@ void fault_provider::ack_cq_events(cq* cq, unsigned count) noexcept {
 }
 
 result<srq*> fault_provider::create_srq(pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) {
-  if (ARPMA_FAULT_POINT("create_srq")) return err(ENOMEM);
-  auto created = inner_.create_srq(pd, max_wr, max_sge);
-  if (created) fault::note_object(fault::object::srq, 1);
-  return created;
+  return created("create_srq", fault::object::srq,
+                 [&] { return inner_.create_srq(pd, max_wr, max_sge); });
 }
 
 std::error_code fault_provider::destroy_srq(srq* srq) noexcept {
-  const std::error_code ec = inner_.destroy_srq(srq);
-  if (!ec) fault::note_object(fault::object::srq, -1);
-  if (ARPMA_FAULT_POINT("destroy_srq")) return err(EIO);
-  return ec;
+  return released("destroy_srq", fault::object::srq, inner_.destroy_srq(srq));
 }
 
 std::error_code fault_provider::post_srq_recv(srq* srq, const recv_wr& wr) {
