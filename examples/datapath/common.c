@@ -28,6 +28,17 @@ int dp_peer_new(const char* who, const char* addr, int local, struct rpma_peer**
   return 0;
 }
 
+int dp_listen(const char* who, struct rpma_peer* peer, const char* addr, const char* port,
+              struct rpma_ep** ep_ptr) {
+  int ret = rpma_ep_listen(peer, addr, port, ep_ptr);
+  if (ret) {
+    printf("%s: cannot listen on %s:%s: %s\n", who, addr, port, rpma_err_2str(ret));
+    return -1;
+  }
+  printf("%s: listening on %s:%s\n", who, addr, port);
+  return 0;
+}
+
 static void pause_ms(long ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);

@@ -35,6 +35,10 @@ int dp_connect(const char* who, struct rpma_peer* peer, const char* addr, const 
  * (librpma's 21-byte descriptor). */
 int dp_server_region(const char* who, struct rpma_conn* conn, struct rpma_mr_remote** remote_ptr);
 
+/* Server: listens on addr:port and says so (or why not). */
+int dp_listen(const char* who, struct rpma_peer* peer, const char* addr, const char* port,
+              struct rpma_ep** ep_ptr);
+
 /* Server: the next request (its connection shaped by cfg, NULL: defaults),
  * waiting up to 10 s. */
 int dp_next_req(const char* who, struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,

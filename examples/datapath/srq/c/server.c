@@ -117,12 +117,7 @@ int main(int argc, char* argv[]) {
     goto out_peer_delete;
   }
   if (make_srq(peer, mr, &srq)) goto out_mr_dereg;
-  ret = rpma_ep_listen(peer, addr, port, &ep);
-  if (ret) {
-    printf("%s: cannot listen on %s:%s: %s\n", WHO, addr, port, rpma_err_2str(ret));
-    goto out_srq_delete;
-  }
-  printf("%s: listening on %s:%s\n", WHO, addr, port);
+  if (dp_listen(WHO, peer, addr, port, &ep)) goto out_srq_delete;
   failed = serve(ep, srq);
 
   ret = rpma_ep_shutdown(&ep);

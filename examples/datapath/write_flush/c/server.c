@@ -43,12 +43,7 @@ int main(int argc, char* argv[]) {
     goto out_mr_dereg;
   }
   struct rpma_ep* ep = NULL;
-  ret = rpma_ep_listen(peer, addr, port, &ep);
-  if (ret) {
-    printf("%s: cannot listen on %s:%s: %s\n", WHO, addr, port, rpma_err_2str(ret));
-    goto out_mr_dereg;
-  }
-  printf("%s: listening on %s:%s\n", WHO, addr, port);
+  if (dp_listen(WHO, peer, addr, port, &ep)) goto out_mr_dereg;
 
   struct rpma_conn_req* req = NULL;
   struct rpma_conn* conn = NULL;
