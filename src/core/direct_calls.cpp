@@ -23,7 +23,10 @@ std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
 }  // namespace
 
 result<endpoint> listen_now(const peer& p, const std::string& addr, const std::string& port) {
-  if (!p.state()) return make_error_code(errc::invalid_argument);
+  // Empty strings are refused as endpoint::listen refuses them (the provider
+  // would report an empty address as its own failure and an empty port as
+  // "any port").
+  if (!p.state() || addr.empty() || port.empty()) return make_error_code(errc::invalid_argument);
   auto channel = cm_channel::create(p.state()->prov, thread_loop().get_executor());
   if (!channel) return channel.error();
   if (auto ec = channel.value()->set_blocking(true)) return ec;

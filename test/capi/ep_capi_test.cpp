@@ -91,6 +91,15 @@ TEST_F(ep_capi, listen_null_arguments_are_invalid_and_create_nothing) {
   EXPECT_TRUE(fake.take_calls().empty());
 }
 
+TEST_F(ep_capi, listen_empty_address_or_port_is_invalid_and_creates_nothing) {
+  rpma_ep* ep = sentinel_ep;
+  EXPECT_EQ(rpma_ep_listen(peer, "", "7204", &ep), RPMA_E_INVAL);
+  EXPECT_EQ(rpma_ep_listen(peer, "127.0.0.1", "", &ep), RPMA_E_INVAL);
+  EXPECT_EQ(rpma_ep_listen(peer, "", "", &ep), RPMA_E_INVAL);
+  EXPECT_EQ(ep, sentinel_ep);
+  EXPECT_TRUE(fake.take_calls().empty());
+}
+
 struct failure {
   std::string call;
   strings expected;
