@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <librpma.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -48,6 +49,26 @@ class verbs_without_device : public ::testing::Test {
   std::mutex mutex;
   std::vector<std::string> logged;
 };
+
+// A context no provider handed out is refused before anything reads through
+// it (it used to reach ibv_alloc_pd): with or without an RDMA device here.
+TEST(foreign_ibv_context, is_not_owned_and_peer_new_refuses_it) {
+  arpma::provider::verbs_provider verbs;
+  ibv_context zeroed{};
+  alignas(ibv_context) std::array<unsigned char, sizeof(ibv_context)> garbage{};
+  garbage.fill(0xa5);
+  auto* garbage_context = reinterpret_cast<ibv_context*>(garbage.data());
+  EXPECT_FALSE(verbs.owns(&zeroed));
+  EXPECT_FALSE(verbs.owns(garbage_context));
+  EXPECT_FALSE(verbs.owns(nullptr));
+  auto* untouched = reinterpret_cast<rpma_peer*>(0x1);
+  for (ibv_context* ctx : {&zeroed, garbage_context}) {
+    rpma_peer* peer = untouched;
+    EXPECT_EQ(rpma_peer_new(ctx, &peer), RPMA_E_INVAL);
+    EXPECT_EQ(peer, untouched);
+    EXPECT_FALSE(arpma::peer::create(ctx));
+  }
+}
 
 TEST_F(verbs_without_device, cxx_device_lookup_reports_the_errno) {
   for (auto type : {arpma::ibv_context_type::local, arpma::ibv_context_type::remote}) {

@@ -81,6 +81,18 @@ struct addrinfo_guard {
 
 }  // namespace
 
+bool verbs_provider::owns(const device* dev) const noexcept {
+  if (dev == nullptr) return false;
+  // The list names every context find_device can hand out (rdma_cm ids use
+  // these); comparing pointers never reads through a foreign one.
+  int count = 0;
+  ibv_context** contexts = rdma_get_devices(&count);
+  if (contexts == nullptr) return false;
+  const bool known = std::find(contexts, contexts + count, dev) != contexts + count;
+  rdma_free_devices(contexts);
+  return known;
+}
+
 result<device*> verbs_provider::find_device(const char* addr, bool remote) {
   rdma_addrinfo hints{};
   hints.ai_flags = remote ? 0 : RAI_PASSIVE;

@@ -12,7 +12,9 @@ namespace arpma::provider {
 class verbs_provider final : public provider {
  public:
   [[nodiscard]] const char* name() const noexcept override { return "verbs"; }
-  bool owns(const device* dev) const noexcept override { return dev != nullptr; }
+  /// Only the contexts librdmacm opened (its device list): any other pointer,
+  /// zeroed or garbage, would be dereferenced by ibv_alloc_pd.
+  bool owns(const device* dev) const noexcept override;
   result<device*> find_device(const char* addr, bool remote) override;
 
   result<event_channel*> create_event_channel() override;
