@@ -4,6 +4,8 @@
 // peer. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/raw_peer.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -34,13 +36,13 @@ extern char** environ;  // NOLINT: POSIX
 namespace {
 
 namespace prov = arpma::provider;
+using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
 using namespace std::chrono_literals;
 using prov::cm_event_type;
 using prov::wc_opcode;
 using prov::wc_status;
 using prov::wr_opcode;
 
-constexpr auto wait_limit = 5000ms;
 constexpr int all_access = prov::access::local_write | prov::access::remote_write |
                            prov::access::remote_read | prov::access::remote_atomic |
                            prov::access::flush_global | prov::access::flush_persistent;
@@ -729,96 +731,6 @@ TEST_F(soft_datapath_test, verbs_called_directly_on_the_soft_device_fail_cleanly
 }
 
 // ---- hostile raw peers -----------------------------------------------------------------
-
-int raw_connect(std::uint16_t port) {
-  const sockaddr_in to = loopback(port);
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (::connect(fd, sa(to), sizeof to) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool write_all(int fd, const std::vector<std::uint8_t>& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-/// Exactly `n` bytes within the wait limit; shorter on EOF or timeout.
-std::vector<std::uint8_t> read_exact(int fd, std::size_t n) {
-  std::vector<std::uint8_t> out;
-  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
-  while (out.size() < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd ready{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
-    std::array<std::uint8_t, 512> buf{};
-    const ssize_t got = ::recv(fd, buf.data(), std::min(buf.size(), n - out.size()), 0);
-    if (got <= 0) break;
-    out.insert(out.end(), buf.begin(), buf.begin() + got);
-  }
-  return out;
-}
-
-bool closed_by_peer(int fd) {
-  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd ready{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) return false;
-    std::array<std::uint8_t, 256> buf{};
-    if (::recv(fd, buf.data(), buf.size(), 0) <= 0) return true;
-  }
-}
-
-void put_be(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
-  for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8)
-    out.push_back(static_cast<std::uint8_t>(v >> shift));
-}
-
-/// A frame as docs/soft-provider.md specifies it, built independently of the
-/// provider so the test pins the wire format.
-std::vector<std::uint8_t> wire_frame(std::uint8_t type, const std::vector<std::uint8_t>& payload,
-                                     std::uint32_t length_field = 0xffffffff) {
-  std::vector<std::uint8_t> out;
-  put_be(out, 0x4152504d, 4);
-  out.push_back(1);
-  out.push_back(type);
-  put_be(out, 0, 2);
-  put_be(out, length_field != 0xffffffff ? length_field : payload.size(), 4);
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
-}
-
-std::vector<std::uint8_t> remote(std::uint32_t rkey, std::uint64_t addr) {
-  std::vector<std::uint8_t> p;
-  put_be(p, rkey, 4);
-  put_be(p, addr, 8);
-  return p;
-}
-
-std::vector<std::uint8_t> write_frame(std::uint32_t rkey, std::uint64_t addr, std::size_t len) {
-  auto p = remote(rkey, addr);
-  p.insert(p.end(), len, 0xcc);
-  return wire_frame(18, p);
-}
-
-std::vector<std::uint8_t> read_frame(std::uint32_t rkey, std::uint64_t addr, std::uint32_t len) {
-  auto p = remote(rkey, addr);
-  put_be(p, len, 4);
-  return wire_frame(20, p);
-}
-
-const std::vector<std::uint8_t> nak_access = {0x41, 0x52, 0x50, 0x4d, 1, 24, 0, 0,
-                                              0,    0,    0,    4,    0, 0,  0, 10};
 
 /// A raw TCP peer that got through the handshake to a passive id with a QP
 /// and a guarded target region.

@@ -1,6 +1,7 @@
 #include "provider/soft/soft_datapath.hpp"
 
 #include "provider/handle_cast.hpp"
+#include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_mr.hpp"
 #include "provider/soft/soft_provider.hpp"
 
@@ -278,12 +279,11 @@ verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
     const std::shared_lock lock(t.mutex);
     std::uint8_t* dst = within(find(t.by_lkey, r->local.lkey), qp.pd, r->local.addr, data.size(),
                                access::local_write);
-    if (dst == nullptr) {
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size())) {
       wc.status = wc_status::loc_prot_err;
       complete(*qp.recv_cq, wc);
       return refuse(qp, wc_status::rem_op_err);
     }
-    std::memcpy(dst, data.data(), data.size());
   }
   // Acknowledged before the receive completes: an application that reacts to
   // the completion by disconnecting sends its DREQ behind this ACK, so the
@@ -304,8 +304,8 @@ verdict execute_write(soft_qp& qp, std::span<const std::uint8_t> p, bool with_im
     const std::shared_lock lock(t.mutex);
     std::uint8_t* dst =
         within(find(t.by_rkey, rkey), qp.pd, addr, data.size(), access::remote_write);
-    if (dst == nullptr) return refuse(qp, wc_status::rem_access_err);
-    std::memcpy(dst, data.data(), data.size());
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size()))
+      return refuse(qp, wc_status::rem_access_err);
   }
   if (const auto r = with_imm ? take_recv(qp) : std::nullopt) {
     work_completion wc = recv_completion(qp, *r, wc_status::success);
@@ -347,9 +347,9 @@ verdict execute_atomic_write(soft_qp& qp, std::span<const std::uint8_t> p) {
     mr_table& t = table();
     const std::shared_lock lock(t.mutex);
     std::uint8_t* dst = within(find(t.by_rkey, rkey), qp.pd, addr, 8, access::remote_write);
-    if (dst == nullptr) return refuse(qp, wc_status::rem_access_err);
     // One 8-byte store: a local reader sees the old or the new value, never a mix.
-    __atomic_store_n(reinterpret_cast<std::uint64_t*>(dst), value, __ATOMIC_RELEASE);
+    if (dst == nullptr || !soft_mem::store_u64_to_region(dst, value))
+      return refuse(qp, wc_status::rem_access_err);
   }
   acknowledge(qp);
   return verdict::done;
@@ -444,12 +444,12 @@ verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
     const std::shared_lock lock(t.mutex);
     std::uint8_t* dst = within(find(t.by_lkey, done.local.lkey), qp.pd, done.local.addr,
                                data.size(), access::local_write);
-    if (dst == nullptr) {  // deregistered since the post
+    // Deregistered since the post, or unmapped by the application.
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size())) {
       complete_send(qp, done, wc_status::loc_prot_err);
       flush_all(qp);
       return verdict::done;
     }
-    std::memcpy(dst, data.data(), data.size());
   }
   complete_send(qp, done, wc_status::success);
   retire_local_errors(qp);
@@ -480,6 +480,10 @@ verdict on_response(soft_qp& qp, frame_type type, std::span<const std::uint8_t> 
 
 result<mr*> register_mr(soft_pd* pd, void* addr, std::size_t length, int access) {
   if (pd == nullptr || addr == nullptr || length == 0) return sys(EINVAL);
+  // What ibv_reg_mr refuses (it pins the pages, for writing when the access
+  // lets anyone write): a wrapping range, unmapped or unwritable pages.
+  constexpr int writes = access::local_write | access::remote_write | access::remote_atomic;
+  if (auto ec = soft_mem::check_registrable(addr, length, (access & writes) != 0)) return ec;
   auto m = std::make_unique<soft_mr>();
   m->pd = pd;
   m->addr = static_cast<std::uint8_t*>(addr);

@@ -5,6 +5,7 @@
 #include "provider/handle_cast.hpp"
 #include "provider/soft/soft_datapath.hpp"
 #include "provider/soft/soft_device.hpp"
+#include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_wire.hpp"
 
 #include <infiniband/verbs.h>
@@ -319,6 +320,12 @@ constexpr auto rnr_retry_interval = std::chrono::milliseconds(1);
 /// Requests held behind a waiting SEND before the link stops being read (TCP
 /// flow control then holds the peer back).
 constexpr std::size_t max_stalled_bytes = std::size_t{16} << 20;
+/// What holding one frame costs besides its payload (its deque slot, the
+/// vector and the allocator's header), counted against max_stalled_bytes so
+/// that a flood of empty frames is bounded as tightly as a flood of full ones.
+constexpr std::size_t stalled_frame_overhead = 64;
+
+std::size_t stalled_cost(std::size_t payload) noexcept { return payload + stalled_frame_overhead; }
 
 void write_next(const id_ptr& id);
 
@@ -436,6 +443,21 @@ frame take_acks(soft_id& id) {
   return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
 }
 
+/// Appends registered memory to `f` without faulting on a page the
+/// application unmapped since it registered it.
+bool append_region(frame& f, byte_span tail) {
+  const std::size_t at = f.size();
+  f.resize(at + tail.size());
+  return soft_mem::copy_from_region(f.data() + at, tail.data(), tail.size());
+}
+
+/// Registered memory that cannot be read any more: the frame whose header is
+/// out cannot be completed, so the link takes nothing more and fails.
+void tail_unreadable(const id_ptr& id) {
+  id->tx_sealed = true;
+  asio::post(*id->io, [id] { link_failed(id, EFAULT); });
+}
+
 /// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
 /// frame before them: written at once when nothing is queued, else queued
 /// for the progress thread (what is queued of `tail` is copied: it is only
@@ -455,7 +477,7 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
       sent -= piece->size();
       continue;
     }
-    if (piece == &f && !tail.empty()) piece->insert(piece->end(), tail.begin(), tail.end());
+    if (piece == &f && !tail.empty() && !append_region(*piece, tail)) return tail_unreadable(id);
     tail = {};
     if (start && id->out.empty()) id->out_offset = sent;
     sent = 0;
@@ -463,7 +485,9 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
   }
   if (!tail.empty()) {
     if (start && id->out.empty()) id->out_offset = sent;
-    id->out.emplace_back(tail.begin(), tail.end());
+    frame rest;
+    if (!append_region(rest, tail)) return tail_unreadable(id);
+    id->out.push_back(std::move(rest));
   }
   if (!start) return;
   id->writing = true;
@@ -627,6 +651,8 @@ enum class rx_mode : std::uint8_t { progress, application };
 /// Frames buffered before anything has been seen, and once data flows.
 constexpr std::size_t rx_small = 512;
 constexpr std::size_t rx_large = std::size_t{256} << 10;
+/// A buffer grown past this for one large frame goes back to rx_large once empty.
+constexpr std::size_t rx_keep = std::size_t{1} << 20;
 
 void pump(const id_ptr& id);
 
@@ -638,7 +664,12 @@ void make_room(soft_id& id, std::size_t frame_size) {
     id.rx_begin = 0;
     id.rx_end = pending;
   }
-  const std::size_t want = std::max(frame_size, id.rx_data_seen ? rx_large : rx_small);
+  // Grown as bytes arrive, never on a header's word: only a full buffer
+  // doubles, up to the frame's end, so a header announcing 8 MiB costs
+  // nothing until the peer has sent about half of it.
+  std::size_t want = std::max(id.rx.size(), id.rx_data_seen ? rx_large : rx_small);
+  const std::size_t frame_end = id.rx_begin + frame_size;
+  if (id.rx_end == want && want < frame_end) want = std::min(frame_end, 2 * want);
   if (id.rx.size() < want) id.rx.resize(want);
 }
 
@@ -741,8 +772,8 @@ bool place_directly(const id_ptr& id, std::uint32_t length) {
   if (!soft_dp::executes_requests(*qp)) return false;
   auto memory = soft_dp::lock_memory();
   std::uint8_t* dst = soft_dp::write_destination(*qp, get_u32(fixed), get_u64(fixed + 4), data_len);
-  if (dst == nullptr) return false;
-  std::memcpy(dst, fixed + remote_size, buffered);
+  // A target the application unmapped: the buffered path refuses it (NAK).
+  if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + remote_size, buffered)) return false;
   const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
   memory.unlock();
   id->rx_begin = id->rx_end = 0;
@@ -792,7 +823,11 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
                                                        : handle_inline(id, h->type, payload);
         if (next == rx_next::hand_over) return next;
         id->rx_begin += need;
-        if (id->rx_begin == id->rx_end) id->rx_begin = id->rx_end = 0;
+        if (id->rx_begin == id->rx_end) {
+          id->rx_begin = id->rx_end = 0;
+          // A link keeps what ordinary traffic needs, not its largest frame.
+          if (id->rx.size() > rx_keep) std::vector<std::uint8_t>(rx_large).swap(id->rx);
+        }
         id->rx_large_writes = large_write(*h);
         if (next == rx_next::stop) return next;
         continue;
@@ -870,7 +905,7 @@ void schedule_rnr_retry(const id_ptr& id) {
 /// Keeps a copy of the request for later and goes on reading (responses must
 /// flow); past the bound, reading pauses and TCP holds the peer back.
 rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
-  id->stalled_bytes += payload.size();
+  id->stalled_bytes += stalled_cost(payload.size());
   id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
   if (id->stalled_bytes <= max_stalled_bytes) return rx_next::more;
   id->reading_paused = true;
@@ -899,7 +934,7 @@ void drain_stalled(const id_ptr& id) {
         soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
       }
       if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
-      id->stalled_bytes -= payload.size();
+      id->stalled_bytes -= stalled_cost(payload.size());
       id->stalled.pop_front();
       id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
     }
