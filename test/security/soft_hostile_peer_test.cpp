@@ -335,4 +335,22 @@ TEST_F(soft_hostile_peer, empty_sends_behind_a_waiting_send_are_bounded_with_the
   expect_server_serves(0, 0x11);
 }
 
+TEST_F(soft_hostile_peer, read_requests_never_collected_are_refused_past_the_responder_resources) {
+  const int fd = attacker();
+  const std::size_t before = rss();
+  // 3,000 READs of 64 KiB, and never a byte read: before the bound the
+  // server queued every response (+184 MiB). Now it holds at most 16
+  // responses beyond what the kernel's socket buffers take, then closes.
+  const auto request = read_frame(rkey, addr_of(target.base), 2 * page_size());
+  std::vector<std::uint8_t> requests;
+  for (int i = 0; i < 3000; ++i) requests.insert(requests.end(), request.begin(), request.end());
+  ASSERT_TRUE(write_all(fd, requests));
+  std::this_thread::sleep_for(300ms);
+  const std::size_t grown = rss() > before ? rss() - before : 0;
+  EXPECT_TRUE(closed_by_peer(fd));
+  EXPECT_LT(grown, rss_slack * (std::size_t{32} << 20))
+      << "RSS grew by " << (grown >> 20) << " MiB";
+  expect_server_serves(0, 0x11);
+}
+
 }  // namespace

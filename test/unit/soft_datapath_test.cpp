@@ -327,6 +327,35 @@ TEST_F(soft_datapath_test, write_read_and_write_with_imm) {
   EXPECT_TRUE(std::equal(src.begin(), src.begin() + 16, target.begin()));
 }
 
+// More READs than the initiator depth (16): the requester holds the rest
+// and what follows them, in order, as a NIC stalls its send queue; the
+// responder would refuse a 17th it had not answered yet.
+TEST_F(soft_datapath_test, reads_past_the_initiator_depth_wait_their_turn_in_order) {
+  connect({.max_send_wr = 64});
+  constexpr std::size_t reads = 40;
+  constexpr std::size_t piece = 1024;
+  std::vector<std::uint8_t> target(reads * piece);
+  for (std::size_t i = 0; i < target.size(); ++i) target[i] = static_cast<std::uint8_t>(i * 13);
+  std::vector<std::uint8_t> back(target.size(), 0);
+  std::vector<std::uint8_t> src(piece, 0x77);
+  prov::mr* tmr = reg(b, target.data(), target.size());
+  prov::mr* bmr = reg(a, back.data(), back.size());
+  prov::mr* smr = reg(a, src.data(), src.size());
+  const std::uint32_t rkey = soft.mr_rkey(tmr);
+  for (std::size_t i = 0; i < reads; ++i)
+    ASSERT_FALSE(post(a, wr_opcode::rdma_read, bmr, &back[i * piece], piece,
+                      addr_of(&target[i * piece]), rkey, i + 1));
+  // A write behind the held reads lands after every one of them has read.
+  ASSERT_FALSE(
+      post(a, wr_opcode::rdma_write, smr, src.data(), piece, addr_of(&target[0]), rkey, reads + 1));
+  for (std::size_t i = 0; i < reads; ++i)
+    expect_wc(a.cq, i + 1, wc_status::success, wc_opcode::rdma_read);
+  expect_wc(a.cq, reads + 1, wc_status::success, wc_opcode::rdma_write);
+  for (std::size_t i = 0; i < back.size(); ++i)
+    ASSERT_EQ(back[i], static_cast<std::uint8_t>(i * 13)) << i;
+  EXPECT_EQ(target[0], 0x77);
+}
+
 // Messages larger than the socket buffers go out in pieces (what does not fit
 // at once is queued for the progress thread): placed whole and in order.
 TEST_F(soft_datapath_test, the_largest_messages_arrive_whole_and_larger_ones_are_einval) {

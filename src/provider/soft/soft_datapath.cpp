@@ -93,6 +93,8 @@ void flush_all(soft_qp& qp) {
   for (const recv_wr& r : qp.rq)
     complete(*qp.recv_cq, recv_completion(qp, r, wc_status::wr_flush_err));
   qp.rq.clear();
+  qp.held.clear();
+  qp.reads_out = 0;
   qp.halted = false;
 }
 
@@ -233,17 +235,53 @@ outstanding describe(const send_wr& wr) noexcept {
   return o;
 }
 
+bool read_slot(const soft_qp& qp) noexcept { return qp.reads_out < qp.link.max_reads_out; }
+
+/// Sends `wr`, whose entry `o` is in the send queue; false when it failed
+/// locally instead (later WRs then only wait to be flushed). Called with the
+/// QP's mutex and the MR table's shared lock held.
+bool start(mr_table& t, soft_qp& qp, const send_wr& wr, outstanding& o) {
+  request r = request_of(t, qp, wr, o.local_error);
+  if (o.local_error != wc_status::success) {
+    o.sent = false;
+    qp.halted = true;
+    retire_local_errors(qp);
+    return false;
+  }
+  o.sent = true;
+  if (wr.opcode == wr_opcode::rdma_read) ++qp.reads_out;
+  qp.link.send(std::move(r.head), r.data);
+  return true;
+}
+
+/// A READ was answered: what waited for its slot goes out, in order, until
+/// a READ finds none again. Called with the QP's mutex held.
+void release_held(soft_qp& qp) {
+  if (qp.held.empty() || qp.halted || qp.state != qp_state::ready) return;
+  mr_table& t = table();
+  const std::shared_lock mrs(t.mutex);
+  auto entry =
+      std::find_if(qp.sq.begin(), qp.sq.end(), [](const outstanding& o) { return !o.sent; });
+  while (!qp.held.empty() && entry != qp.sq.end()) {
+    const send_wr wr = qp.held.front();
+    if (wr.opcode == wr_opcode::rdma_read && !read_slot(qp)) return;
+    qp.held.pop_front();
+    if (!start(t, qp, wr, *entry)) return;
+    ++entry;
+  }
+}
+
 // ---- responder -------------------------------------------------------------------
 
 /// A request the responder cannot execute: NAK to the requester, and this QP
 /// goes to error so nothing the requester posted later takes effect here.
 verdict refuse(soft_qp& qp, wc_status status) {
-  qp.link(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {});
+  qp.link.send(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {});
   flush_all(qp);
   return verdict::done;
 }
 
-void acknowledge(soft_qp& qp) { qp.link(small_frame(frame_type::ack, 1), {}); }
+void acknowledge(soft_qp& qp) { qp.link.send(small_frame(frame_type::ack, 1), {}); }
 
 bool has_recv(soft_qp& qp) {
   if (qp.srq == nullptr) return !qp.rq.empty();
@@ -326,6 +364,15 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
   const std::uint64_t addr = get_u64(p.data() + 4);
   const std::uint32_t len = get_u32(p.data() + remote_size);
   if (len > max_message) return verdict::protocol_error;
+  // Past the responder resources both ends agreed on: a requester that does
+  // not wait for our answers (IB: invalid request); the link closes, so a
+  // peer that never reads makes us hold at most max_reads_in responses.
+  if (qp.link.queued_reads && qp.link.queued_reads() >= qp.link.max_reads_in) {
+    qp.link.send(
+        small_frame(frame_type::nak, static_cast<std::uint32_t>(wc_status::rem_inv_req_err)), {});
+    flush_all(qp);
+    return verdict::protocol_error;
+  }
   mr_table& t = table();
   const std::shared_lock lock(t.mutex);
   const std::uint8_t* src = nullptr;
@@ -333,7 +380,7 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
     src = within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_read);
     if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
   }
-  qp.link(make_head(frame_type::read_resp, nullptr, 0, len), {src, len});
+  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len});
   return verdict::done;
 }
 
@@ -423,7 +470,7 @@ bool is_nak_status(std::uint32_t status) noexcept {
 verdict on_ack(soft_qp& qp, std::uint32_t count) {
   if (count == 0) return verdict::protocol_error;
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (qp.sq.empty() || qp.sq.front().opcode == wc_opcode::rdma_read)
+    if (qp.sq.empty() || !qp.sq.front().sent || qp.sq.front().opcode == wc_opcode::rdma_read)
       return verdict::protocol_error;  // an acknowledgement of nothing we sent
     const outstanding done = qp.sq.front();
     qp.sq.pop_front();
@@ -434,11 +481,12 @@ verdict on_ack(soft_qp& qp, std::uint32_t count) {
 }
 
 verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
-  if (qp.sq.empty() || qp.sq.front().opcode != wc_opcode::rdma_read ||
+  if (qp.sq.empty() || !qp.sq.front().sent || qp.sq.front().opcode != wc_opcode::rdma_read ||
       data.size() != qp.sq.front().local.length)
     return verdict::protocol_error;
   const outstanding done = qp.sq.front();
   qp.sq.pop_front();
+  --qp.reads_out;
   if (!data.empty()) {
     mr_table& t = table();
     const std::shared_lock lock(t.mutex);
@@ -453,6 +501,7 @@ verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
   }
   complete_send(qp, done, wc_status::success);
   retire_local_errors(qp);
+  release_held(qp);
   return verdict::done;
 }
 
@@ -463,7 +512,8 @@ verdict on_response(soft_qp& qp, frame_type type, std::span<const std::uint8_t> 
     case frame_type::read_resp: return on_read_response(qp, p);
     case frame_type::nak: {
       const std::uint32_t status = get_u32(p.data());
-      if (!is_nak_status(status) || qp.sq.empty()) return verdict::protocol_error;
+      if (!is_nak_status(status) || qp.sq.empty() || !qp.sq.front().sent)
+        return verdict::protocol_error;
       const outstanding failed = qp.sq.front();
       qp.sq.pop_front();
       complete_send(qp, failed, static_cast<wc_status>(status));
@@ -541,7 +591,7 @@ void drive_links(soft_cq& cq) {
     std::function<void()> progress;
     {
       const std::lock_guard lock(qp->mutex);
-      if (qp->state == qp_state::ready) progress = qp->progress;
+      if (qp->state == qp_state::ready) progress = qp->link.progress;
     }
     if (progress) progress();
   }
@@ -600,19 +650,20 @@ std::error_code post_send(soft_qp& qp, const send_wr& wr) {
     return {};
   }
   if (qp.halted) {  // behind a local error: flushed when it surfaces
+    o.sent = false;
     qp.sq.push_back(o);
+    return {};
+  }
+  if (!qp.held.empty() || (wr.opcode == wr_opcode::rdma_read && !read_slot(qp))) {
+    o.sent = false;
+    qp.sq.push_back(o);
+    qp.held.push_back(wr);
     return {};
   }
   mr_table& t = table();
   const std::shared_lock mrs(t.mutex);  // the data is read from the MR while it is written
-  request r = request_of(t, qp, wr, o.local_error);
   qp.sq.push_back(o);
-  if (o.local_error != wc_status::success) {
-    qp.halted = true;
-    retire_local_errors(qp);
-    return {};
-  }
-  qp.link(std::move(r.head), r.data);
+  (void)start(t, qp, wr, qp.sq.back());
   return {};
 }
 
@@ -638,12 +689,13 @@ std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr) {
 
 // ---- QP state ----------------------------------------------------------------------------
 
-void make_ready(soft_qp& qp, std::function<void(frame, std::span<const std::uint8_t>)> link,
-                std::function<void()> progress) {
+void make_ready(soft_qp& qp, link_ops link) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state != qp_state::reset) return;
+  // Zero would mean no READ at all; the soft device always allows one.
+  link.max_reads_out = std::clamp<std::uint32_t>(link.max_reads_out, 1, max_reads_in_flight);
+  link.max_reads_in = std::clamp<std::uint32_t>(link.max_reads_in, 1, max_reads_in_flight);
   qp.link = std::move(link);
-  qp.progress = std::move(progress);
   qp.state = qp_state::ready;
 }
 
@@ -658,8 +710,8 @@ void destroy(soft_qp& qp) {
   qp.state = qp_state::destroyed;
   qp.sq.clear();
   qp.rq.clear();
-  qp.link = nullptr;
-  qp.progress = nullptr;
+  qp.held.clear();
+  qp.link = {};
 }
 
 verdict on_frame(soft_qp& qp, frame_type type, std::span<const std::uint8_t> payload) {

@@ -65,6 +65,26 @@ struct outstanding {
   std::uint32_t byte_len = 0;
   sge local;  ///< where a read's data goes
   wc_status local_error = wc_status::success;
+  bool sent = true;  ///< false while held behind a READ that had no slot
+};
+
+/// The soft device's max_qp_rd_atom: READs a QP has unanswered as requester,
+/// and answers at once as responder, at most (the connection's
+/// initiator_depth and responder_resources are capped by it).
+inline constexpr std::uint32_t max_reads_in_flight = 16;
+
+/// What the link of a connected QP offers it, and what the two ends agreed.
+struct link_ops {
+  /// Writes a frame, then `tail` (the rest of its payload, read where it
+  /// lies: registered memory the caller holds the MR table's lock over), to
+  /// the link, in order with every frame written before.
+  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> send;
+  /// Moves the link's received frames on the calling thread (a CQ poll).
+  std::function<void()> progress;
+  /// READ responses of this QP the link holds, not yet all written.
+  std::function<std::size_t()> queued_reads;
+  std::uint32_t max_reads_out = max_reads_in_flight;  ///< min(our depth, their resources)
+  std::uint32_t max_reads_in = max_reads_in_flight;   ///< min(our resources, their depth)
 };
 
 /// What the responder made of a request frame.
@@ -82,13 +102,13 @@ struct soft_qp {
 
   std::mutex mutex;
   qp_state state = qp_state::reset;
-  /// Writes a frame, then `tail` (the rest of its payload, read where it
-  /// lies: registered memory the caller holds the MR table's lock over), to
-  /// the link, in order with every frame written before.
-  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> link;
-  /// Moves the link's received frames on the calling thread (a CQ poll).
-  std::function<void()> progress;
+  link_ops link;
   std::deque<outstanding> sq;
+  /// WRs posted while a READ waited for a slot (and every one after it),
+  /// sent in order as READ responses free slots, as a NIC stalls its send
+  /// queue at a READ past its initiator depth.
+  std::deque<send_wr> held;
+  std::uint32_t reads_out = 0;  ///< READs sent, not yet answered
   std::deque<recv_wr> rq;
   bool halted = false;  ///< a local error is queued: later WRs only wait to be flushed
 };
@@ -112,11 +132,8 @@ std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr);
 void attach(const std::shared_ptr<soft_qp>& qp);
 void detach(const std::shared_ptr<soft_qp>& qp);
 
-/// The connection is up: `link` carries the QP's frames from now on, and
-/// `progress` moves what arrives.
-void make_ready(soft_qp& qp,
-                std::function<void(soft_wire::frame, std::span<const std::uint8_t>)> link,
-                std::function<void()> progress);
+/// The connection is up: `link` carries the QP's frames from now on.
+void make_ready(soft_qp& qp, link_ops link);
 /// Disconnect or a dead link: every outstanding WR completes with
 /// WR_FLUSH_ERR, later posts too (verbs' error state).
 void to_error(soft_qp& qp);

@@ -151,6 +151,12 @@ enum class after_write : std::uint8_t { nothing, shutdown_send };
 /// progress thread's handlers hold shared_ptrs, so a handler in flight never
 /// touches a destroyed id, and `destroyed` (under `mutex`) stops every event
 /// once destroy_id has returned.
+/// A frame, or the rest of one, waiting for the progress thread's writer.
+struct tx_frame {
+  frame bytes;
+  bool ends_read = false;  ///< the last piece of a READ response
+};
+
 struct soft_id : std::enable_shared_from_this<soft_id> {
   // Application threads only (or set before the id is published).
   sockaddr_storage dst{};
@@ -175,6 +181,12 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   int peer_gone_status = 0;
   std::uint16_t port = 0;
   std::shared_ptr<soft_id> self;
+  /// responder_resources and initiator_depth: ours (connect / accept) and
+  /// the peer's (its REQ / REP); the QP's READ limits follow from them.
+  std::uint8_t own_resources = 0;
+  std::uint8_t own_depth = 0;
+  std::uint8_t peer_resources = 0;
+  std::uint8_t peer_depth = 0;
 
   // The progress thread only (after hand-off).
   std::optional<tcp::acceptor> acceptor;
@@ -210,7 +222,8 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::mutex tx_mutex;
   int tx_fd = -1;          ///< the socket while it is open and connected
   bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
-  std::deque<frame> out;
+  std::deque<tx_frame> out;
+  std::size_t reads_queued = 0;                 ///< READ responses in `out`, not all written yet
   std::size_t out_offset = 0;                   ///< bytes of out.front() already written
   std::size_t in_flight = 0;                    ///< frames of `out` in the current async_write
   std::uint32_t ack_pending = 0;                ///< requests executed, acknowledgement not yet sent
@@ -421,16 +434,21 @@ bool is_ack(const frame& f) noexcept {
 
 /// Queues `f` behind the frames being written; consecutive acknowledgements
 /// not yet handed to the socket become one. Called with tx_mutex held.
-void enqueue(soft_id& id, frame f) {
+void enqueue(soft_id& id, frame f, bool ends_read = false) {
   const std::size_t last = id.out.size() - 1;
   const bool untouched =
       !id.out.empty() && last >= id.in_flight && (last > 0 || id.out_offset == 0);
-  if (untouched && is_ack(f) && is_ack(id.out.back())) {
-    std::uint8_t* count = id.out.back().data() + header_size;
+  if (untouched && is_ack(f) && is_ack(id.out.back().bytes)) {
+    std::uint8_t* count = id.out.back().bytes.data() + header_size;
     put_u32(count, get_u32(count) + get_u32(f.data() + header_size));
     return;
   }
-  id.out.push_back(std::move(f));
+  if (ends_read) ++id.reads_queued;
+  id.out.push_back({std::move(f), ends_read});
+}
+
+bool is_read_response(const frame& f) noexcept {
+  return f.size() >= header_size && f[5] == static_cast<std::uint8_t>(frame_type::read_resp);
 }
 
 /// The acknowledgements not yet sent, as one ACK frame (empty when none).
@@ -470,6 +488,7 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
     if (sent == acks.size() + f.size() + tail.size()) return;
   }
   const bool start = !id->writing && id->out.empty();
+  const bool response = is_read_response(f);
   // Whatever is left, in order; the first piece may be partly written.
   std::array<frame*, 2> pieces{&acks, &f};
   for (frame* piece : pieces) {
@@ -481,13 +500,13 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
     tail = {};
     if (start && id->out.empty()) id->out_offset = sent;
     sent = 0;
-    enqueue(*id, std::move(*piece));
+    enqueue(*id, std::move(*piece), piece == &f && response);
   }
   if (!tail.empty()) {
     if (start && id->out.empty()) id->out_offset = sent;
     frame rest;
     if (!append_region(rest, tail)) return tail_unreadable(id);
-    id->out.push_back(std::move(rest));
+    enqueue(*id, std::move(rest), response);
   }
   if (!start) return;
   id->writing = true;
@@ -562,6 +581,7 @@ void write_next(const id_ptr& id) {
     const std::lock_guard lock(id->tx_mutex);
     if (id->link_closed || id->out.empty()) {
       id->out.clear();
+      id->reads_queued = 0;
       id->out_offset = 0;
       id->writing = false;
       if (!id->link_closed && id->then == after_write::shutdown_send) {
@@ -573,16 +593,21 @@ void write_next(const id_ptr& id) {
     id->writing = true;
     id->in_flight = std::min<std::size_t>(id->out.size(), 64);
     for (std::size_t i = 0; i < id->in_flight; ++i)
-      buffers.emplace_back(asio::buffer(id->out[i]) + (i == 0 ? id->out_offset : 0));
+      buffers.emplace_back(asio::buffer(id->out[i].bytes) + (i == 0 ? id->out_offset : 0));
   }
   asio::async_write(*id->socket, buffers,
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
                       {
                         const std::lock_guard lock(id->tx_mutex);
-                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight)
+                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight) {
+                          if (id->out.front().ends_read) --id->reads_queued;
                           id->out.pop_front();
+                        }
                         id->out_offset = 0;
-                        if (ec) id->out.clear();
+                        if (ec) {
+                          id->out.clear();
+                          id->reads_queued = 0;
+                        }
                       }
                       if (ec && !id->link_closed) return link_failed(id, errno_of(ec));
                       write_next(id);
@@ -625,12 +650,30 @@ std::function<void(frame, byte_span)> link_of(const id_ptr& id) {
 
 void pump_from_application(const id_ptr& id);
 
-/// The QP of an id that just became established can carry data.
+std::size_t queued_reads(const id_ptr& id) {
+  const std::lock_guard lock(id->tx_mutex);
+  return id->reads_queued;
+}
+
+/// The QP of an id that just became established can carry data. Called with
+/// the id's mutex held.
 void qp_ready_locked(const id_ptr& id) {
   if (!id->qp) return;
-  soft_dp::make_ready(*id->qp, link_of(id), [weak = std::weak_ptr<soft_id>(id)] {
+  const std::weak_ptr<soft_id> weak(id);
+  soft_dp::link_ops ops;
+  ops.send = link_of(id);
+  ops.progress = [weak] {
     if (const id_ptr alive = weak.lock()) pump_from_application(alive);
-  });
+  };
+  ops.queued_reads = [weak]() -> std::size_t {
+    const id_ptr alive = weak.lock();
+    return alive ? queued_reads(alive) : 0;
+  };
+  // What each end may have unanswered: IB's initiator depth and responder
+  // resources, whichever of the two ends offers less (make_ready caps them).
+  ops.max_reads_out = std::min(id->own_depth, id->peer_resources);
+  ops.max_reads_in = std::min(id->own_resources, id->peer_depth);
+  soft_dp::make_ready(*id->qp, std::move(ops));
 }
 
 // ---- receiving -------------------------------------------------------------------
@@ -992,6 +1035,8 @@ cm_outcome apply_cm_frame_locked(const id_ptr& id, frame_type type,
     case frame_type::rep:
       if (id->state != conn_state::req_sent) return {.valid = false};
       id->state = conn_state::established;
+      id->peer_resources = body[0];
+      id->peer_depth = body[1];
       // RTU goes out before the application can post anything after it.
       send_frame(id, make_frame(frame_type::rtu, nullptr, 0, nullptr, 0));
       qp_ready_locked(id);
@@ -1091,6 +1136,8 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
     const std::lock_guard child_lock(child->mutex);
     child->channel = listener->channel;
     child->context = listener->context;
+    child->peer_resources = in->payload[0];
+    child->peer_depth = in->payload[1];
     child->self = child;
     cm_event event;
     event.type = cm_event_type::connect_request;
@@ -1441,6 +1488,8 @@ std::error_code soft_provider::connect(cm_id* h, const conn_param& param) {
     const tcp::endpoint peer = endpoint_of(reinterpret_cast<const sockaddr*>(&id->dst));
     const std::lock_guard lock(id->mutex);
     id->io = &eng.io();
+    id->own_resources = param.responder_resources;
+    id->own_depth = param.initiator_depth;
     asio::post(eng.io(),
                [id = id->shared_from_this(), peer, request = std::move(request)]() mutable {
                  start_connect(id, peer, std::move(request));
@@ -1470,6 +1519,8 @@ std::error_code soft_provider::accept(cm_id* h, const conn_param& param) {
       id->push_locked(cm_event_type::unreachable, -id->peer_gone_status);
       return {};
     }
+    id->own_resources = param.responder_resources;
+    id->own_depth = param.initiator_depth;
     asio::post(*id->io, [id = id->shared_from_this(), reply = std::move(reply)]() mutable {
       send_frame(id, std::move(reply));
     });
