@@ -14,6 +14,7 @@
 // --quick: fewer rounds and shorter points. --json FILE: the figures as JSON.
 //
 //   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw
+#include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_provider.hpp"
 
 #include <arpa/inet.h>
@@ -612,6 +613,17 @@ int main(int argc, char** argv) {
     std::printf(
         "  raw TCP %8.0f MB/s soft RDMA write QD%d %8.0f MB/s  ratio %.2f (target >= 0.7)\n",
         bw.tcp, depth, bw.soft, bw.ratio);
+    // What fault-guarded copies into registered memory cost (docs/soft-provider.md,
+    // "Memory safety"): the same round trip with plain copies, rounds in turn.
+    const paired guard = interleave(soft_rtt, [](int rounds) {
+      prov::soft_mem::unguarded_for_benchmark(true);
+      const double us = soft_rtt(rounds);
+      prov::soft_mem::unguarded_for_benchmark(false);
+      return us;
+    });
+    std::printf("64 B round trip with fault-guarded copies vs plain memcpy:\n");
+    std::printf("  memcpy  %8.1f us   guarded        %8.1f us   ratio %.2f (+%.2f us)\n", guard.tcp,
+                guard.soft, guard.ratio, guard.soft - guard.tcp);
     std::vector<sweep_point> points;
     if (with_sweep) {
       std::printf("RDMA write vs TCP by message size (median of %d, soft/TCP in brackets):\n",

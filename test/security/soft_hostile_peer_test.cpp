@@ -135,7 +135,7 @@ TEST_F(soft_registration, write_access_needs_writable_pages) {
 }
 
 TEST(soft_memory, copies_report_a_fault_instead_of_taking_one) {
-  ASSERT_TRUE(prov::soft_mem::copies_are_guarded()) << "process_vm_readv refused here";
+  ASSERT_TRUE(prov::soft_mem::copies_are_guarded()) << "no fault handler installed";
   pages p(2);
   std::vector<std::uint8_t> local(64, 0x42);
   EXPECT_TRUE(prov::soft_mem::copy_to_region(p.base, local.data(), local.size()));

@@ -3,13 +3,13 @@
 #include "core/log_internal.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <csetjmp>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -20,42 +20,80 @@ namespace {
 
 std::error_code sys(int err) noexcept { return {err, std::system_category()}; }
 
-// process_vm_* name the process by pid; getpid() is a system call, so the pid
-// is kept, and renewed in a forked child.
-std::atomic<pid_t> own_pid{0};
+// ---- fault-recovering copies ------------------------------------------------------
+//
+// A copy into or out of registered memory runs with this thread's recovery
+// point set; a SIGSEGV or SIGBUS while it is set (the page was unmapped, or a
+// file behind it truncated) jumps back to it, and the copy reports failure.
+// Any other fault goes to the handler that was installed before ours, or to
+// the default action, exactly as if ours were not there. Steady-state cost:
+// a sigsetjmp without the signal mask (no system call) and two stores.
 
-void renew_pid() noexcept { own_pid.store(::getpid(), std::memory_order_relaxed); }
+thread_local sigjmp_buf* recovery = nullptr;
 
-enum class guard_state : int { unknown, guarded, unguarded };
-std::atomic<guard_state> guard{guard_state::unknown};
+struct sigaction previous_segv {};
+struct sigaction previous_bus {};
+std::atomic<bool> installed{false};
+std::atomic<bool> bypass{false};  ///< unguarded_for_benchmark
 
-pid_t pid() noexcept {
-  pid_t p = own_pid.load(std::memory_order_relaxed);
-  if (p != 0) return p;
+void chain(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& previous = sig == SIGSEGV ? previous_segv : previous_bus;
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(sig, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
+  } else {
+    // Returning re-executes the faulting instruction under the default action.
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    (void)::sigaction(sig, &fallback, nullptr);
+  }
+}
+
+void on_fault(int sig, siginfo_t* info, void* context) {
+  if (sigjmp_buf* point = recovery; point != nullptr) {
+    recovery = nullptr;
+    siglongjmp(*point, 1);  // SA_NODEFER: the signal is not left blocked
+  }
+  chain(sig, info, context);
+}
+
+bool install() noexcept {
   static std::once_flag once;
-  std::call_once(once, [] { (void)::pthread_atfork(nullptr, nullptr, renew_pid); });
-  renew_pid();
-  return own_pid.load(std::memory_order_relaxed);
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    const bool ok = ::sigaction(SIGSEGV, &action, &previous_segv) == 0 &&
+                    ::sigaction(SIGBUS, &action, &previous_bus) == 0;
+    if (!ok)
+      ARPMA_LOG(log_level::warning,
+                "soft provider: no SIGSEGV/SIGBUS handler (errno %d); copies into registered "
+                "memory are not fault-guarded",
+                errno);
+    installed.store(ok, std::memory_order_release);
+  });
+  return installed.load(std::memory_order_acquire);
 }
 
-/// A seccomp policy (containers without CAP_SYS_PTRACE) may refuse the calls:
-/// found out once, with a copy of a local variable.
-bool guarded() noexcept {
-  const guard_state known = guard.load(std::memory_order_acquire);
-  if (known != guard_state::unknown) return known == guard_state::guarded;
-  std::uint64_t from = 1;
-  std::uint64_t to = 0;
-  iovec local{&to, sizeof to};
-  iovec remote{&from, sizeof from};
-  const bool ok = ::process_vm_readv(pid(), &local, 1, &remote, 1, 0) == sizeof to && to == 1;
-  if (!ok)
-    ARPMA_LOG(log_level::warning,
-              "soft provider: process_vm_readv refused (errno %d); copies into registered memory "
-              "are not fault-guarded",
-              errno);
-  guard.store(ok ? guard_state::guarded : guard_state::unguarded, std::memory_order_release);
-  return ok;
+template <class Access>
+bool guarded(Access access) noexcept {
+  if (!install() || bypass.load(std::memory_order_relaxed)) {
+    access();
+    return true;
+  }
+  sigjmp_buf point;
+  if (sigsetjmp(point, 0) != 0) return false;  // came back from on_fault
+  recovery = &point;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // set before the access
+  access();
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // cleared after it
+  recovery = nullptr;
+  return true;
 }
+
+// ---- registration ------------------------------------------------------------
 
 bool read_maps(std::string& out) {
   const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -99,6 +137,7 @@ bool parse_mapping(std::string_view line, mapping& m) {
 std::error_code check_registrable(const void* addr, std::size_t length, bool writable) {
   const auto begin = reinterpret_cast<std::uintptr_t>(addr);
   if (addr == nullptr || length == 0 || length > UINTPTR_MAX - begin) return sys(EINVAL);
+  (void)install();  // before any copy can need it, on the registering thread
   const std::uintptr_t end = begin + length;
   std::string maps;
   if (!read_maps(maps)) return sys(errno != 0 ? errno : EIO);
@@ -119,36 +158,20 @@ std::error_code check_registrable(const void* addr, std::size_t length, bool wri
 }
 
 bool copy_to_region(void* dst, const void* src, std::size_t n) noexcept {
-  if (n == 0) return true;
-  if (!guarded()) {
-    std::memcpy(dst, src, n);
-    return true;
-  }
-  iovec local{const_cast<void*>(src), n};
-  iovec remote{dst, n};
-  return ::process_vm_writev(pid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  return n == 0 || guarded([&] { std::memcpy(dst, src, n); });
 }
 
 bool copy_from_region(void* dst, const void* src, std::size_t n) noexcept {
-  if (n == 0) return true;
-  if (!guarded()) {
-    std::memcpy(dst, src, n);
-    return true;
-  }
-  iovec local{dst, n};
-  iovec remote{const_cast<void*>(src), n};
-  return ::process_vm_readv(pid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  return n == 0 || guarded([&] { std::memcpy(dst, src, n); });
 }
 
 bool store_u64_to_region(void* dst, std::uint64_t value) noexcept {
-  // The kernel's copies are not one 8-byte store, so the store is ours, after
-  // a probe that the page is still there (registration checked writability).
-  std::uint64_t probe = 0;
-  if (!copy_from_region(&probe, dst, sizeof probe)) return false;
-  __atomic_store_n(static_cast<std::uint64_t*>(dst), value, __ATOMIC_RELEASE);
-  return true;
+  return guarded(
+      [&] { __atomic_store_n(static_cast<std::uint64_t*>(dst), value, __ATOMIC_RELEASE); });
 }
 
-bool copies_are_guarded() noexcept { return guarded(); }
+bool copies_are_guarded() noexcept { return install() && !bypass.load(std::memory_order_relaxed); }
+
+void unguarded_for_benchmark(bool off) noexcept { bypass.store(off, std::memory_order_relaxed); }
 
 }  // namespace arpma::provider::soft_mem

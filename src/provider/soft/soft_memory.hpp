@@ -28,13 +28,17 @@ namespace arpma::provider::soft_mem {
 [[nodiscard]] bool copy_from_region(void* dst, const void* src, std::size_t n) noexcept;
 
 /// One 8-byte store to an 8-byte aligned registered address (a local reader
-/// sees the old or the new value), after checking the address can be written;
-/// false if it cannot.
+/// sees the old or the new value); false if the page cannot be written.
 [[nodiscard]] bool store_u64_to_region(void* dst, std::uint64_t value) noexcept;
 
-/// Whether copies are fault-safe here (process_vm_readv/writev allowed on the
-/// own process); false under a seccomp policy that refuses them, where plain
-/// copies are used and only the registration check protects.
+/// Whether copies are fault-safe here: a SIGSEGV/SIGBUS handler of the soft
+/// provider is installed (the first registration installs it, chained to any
+/// handler before it). Without one, plain copies are used and only the
+/// registration check protects.
 [[nodiscard]] bool copies_are_guarded() noexcept;
+
+/// For bench/soft_datapath_bench only, which alternates rounds with and
+/// without the guard to measure what it costs: plain copies while `off`.
+void unguarded_for_benchmark(bool off) noexcept;
 
 }  // namespace arpma::provider::soft_mem
