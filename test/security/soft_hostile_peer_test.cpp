@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,8 @@ class soft_hostile_peer : public ::testing::Test {
     pd = soft.alloc_pd(dev_).value();
     cc = soft.create_comp_channel(dev_).value();
     cq = soft.create_cq(dev_, 64, cc).value();
+    // Short deadlines so that the tests of them are quick (default 10 s).
+    soft.set_deadlines({.handshake = deadline, .frame = deadline});
     listener = soft.create_id(ch, 1).value();
     sockaddr_in any{};
     any.sin_family = AF_INET;
@@ -230,6 +233,7 @@ class soft_hostile_peer : public ::testing::Test {
     for (std::size_t i = 12; i < response.size(); ++i) EXPECT_EQ(response[i], value) << i;
   }
 
+  static constexpr std::chrono::milliseconds deadline{400};
   prov::soft_provider soft;
   prov::event_channel* ch = nullptr;
   prov::pd* pd = nullptr;
@@ -351,6 +355,79 @@ TEST_F(soft_hostile_peer, read_requests_never_collected_are_refused_past_the_res
   EXPECT_LT(grown, rss_slack * (std::size_t{32} << 20))
       << "RSS grew by " << (grown >> 20) << " MiB";
   expect_server_serves(0, 0x11);
+}
+
+/// How long `fd` stayed open (until EOF or reset), reading what comes.
+std::chrono::milliseconds open_for(int fd, std::chrono::milliseconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  std::array<std::uint8_t, 512> buf{};
+  for (;;) {
+    const auto left = limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - start);
+    pollfd ready{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
+    if (::recv(fd, buf.data(), buf.size(), 0) <= 0) break;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+TEST_F(soft_hostile_peer, a_frame_left_incomplete_closes_the_link_after_the_frame_deadline) {
+  const int fd = attacker();
+  auto f = write_frame(rkey, addr_of(target.base), 64);
+  f.resize(20);  // the header and part of the target, then nothing
+  ASSERT_TRUE(write_all(fd, f));
+  const auto lasted = open_for(fd, 5 * deadline);
+  EXPECT_GE(lasted, deadline / 2);
+  EXPECT_LT(lasted, 5 * deadline) << "the link stayed open";
+  EXPECT_TRUE(next_of(cm_event_type::disconnected));
+  expect_server_serves(0, 0x11);
+}
+
+TEST_F(soft_hostile_peer, a_frame_trickling_in_byte_by_byte_is_held_to_the_same_deadline) {
+  const int fd = attacker();
+  const auto f = write_frame(rkey, addr_of(target.base), 256);
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t sent = 0;
+  // One byte every 20 ms: progress, but a frame of 268 bytes takes 5 s.
+  while (sent < f.size() && std::chrono::steady_clock::now() - start < 5 * deadline) {
+    if (::send(fd, &f[sent], 1, MSG_NOSIGNAL) != 1) break;
+    ++sent;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_LT(sent, f.size());
+  EXPECT_LT(open_for(fd, 5 * deadline), 5 * deadline);
+  EXPECT_TRUE(next_of(cm_event_type::disconnected));
+}
+
+TEST_F(soft_hostile_peer, a_link_that_never_sends_its_req_is_closed) {
+  const int fd = raw_connect(soft.local_port(listener));
+  ASSERT_GE(fd, 0);
+  fds.push_back(fd);
+  const auto lasted = open_for(fd, 5 * deadline);
+  EXPECT_GE(lasted, deadline / 2);
+  EXPECT_LT(lasted, 5 * deadline);
+}
+
+TEST_F(soft_hostile_peer, an_accepted_request_whose_rtu_never_comes_is_unreachable) {
+  const int fd = raw_connect(soft.local_port(listener));
+  ASSERT_GE(fd, 0);
+  fds.push_back(fd);
+  ASSERT_TRUE(write_all(fd, wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
+  auto req = next_of(cm_event_type::connect_request);
+  ASSERT_TRUE(req);
+  ids.push_back(req->id);
+  prov::qp_config config;
+  config.send_cq = cq;
+  config.recv_cq = cq;
+  ASSERT_FALSE(soft.create_qp(req->id, pd, config));
+  ASSERT_FALSE(soft.accept(req->id, {}));
+  // No RTU: the server's id does not stay half-open.
+  auto e = next_event(soft, ch, 5 * deadline);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
+  EXPECT_EQ(e->status, -ETIMEDOUT);
+  EXPECT_LT(open_for(fd, 5 * deadline), 5 * deadline);
 }
 
 }  // namespace

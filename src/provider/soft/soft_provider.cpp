@@ -103,7 +103,6 @@ using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame v
 constexpr std::uint16_t rej_consumer_defined = 28;
 
 constexpr auto connect_timeout = std::chrono::seconds(20);
-constexpr auto handshake_timeout = std::chrono::seconds(10);
 constexpr auto linger_timeout = std::chrono::seconds(5);
 
 frame make_conn_frame(frame_type type, const conn_param& param, std::uint32_t qp_num) {
@@ -206,6 +205,7 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::chrono::steady_clock::time_point rnr_deadline;
   std::optional<asio::steady_timer> rnr_timer;
   std::chrono::milliseconds rnr_timeout{};
+  soft_provider::deadlines limits;  ///< the handshake's and a frame's
 
   // The link's receiving side (under rx_mutex, either thread; pump_locked).
   std::mutex rx_mutex;
@@ -213,8 +213,11 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
-  bool rx_large_writes = false;  ///< the last frame was a large WRITE
-  int rx_error = 0;              ///< the link failed (errno); the progress thread acts on it
+  bool rx_large_writes = false;                   ///< the last frame was a large WRITE
+  std::uint64_t rx_frames = 0;                    ///< frames consumed so far
+  bool frame_watch = false;                       ///< frame_timer watches a partial frame
+  std::optional<asio::steady_timer> frame_timer;  ///< the progress thread's
+  int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
 
   // The link's sending side, for any thread: application threads write their
   // requests straight to the socket when nothing is queued (no hop through
@@ -356,6 +359,7 @@ void close_link(const id_ptr& id) {
   if (id->timer) id->timer->cancel();
   if (id->rnr_timer) id->rnr_timer->cancel();
   if (id->ack_timer) id->ack_timer->cancel();
+  if (id->frame_timer) id->frame_timer->cancel();
 }
 
 /// The connection is over: the QP's outstanding work completes with
@@ -676,6 +680,24 @@ void qp_ready_locked(const id_ptr& id) {
   soft_dp::make_ready(*id->qp, std::move(ops));
 }
 
+/// The passive side's answer is out (progress thread): an RTU that does not
+/// come within the handshake deadline fails the link (UNREACHABLE, as an IB
+/// REP timeout), so a peer cannot keep an accepted id half-open for ever.
+void await_rtu(const id_ptr& id) {
+  if (id->link_closed) return;
+  if (!id->timer) id->timer.emplace(*id->io);
+  id->timer->expires_after(id->limits.handshake);
+  id->timer->async_wait([id](const boost::system::error_code& ec) {
+    if (ec || id->link_closed) return;
+    bool waiting = false;
+    {
+      const std::lock_guard lock(id->mutex);
+      waiting = id->state == conn_state::rep_sent;
+    }
+    if (waiting) link_failed(id, ETIMEDOUT);
+  });
+}
+
 // ---- receiving -------------------------------------------------------------------
 //
 // One receiver per link, run under rx_mutex by the progress thread (every
@@ -820,8 +842,49 @@ bool place_directly(const id_ptr& id, std::uint32_t length) {
   const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
   memory.unlock();
   id->rx_begin = id->rx_end = 0;
+  ++id->rx_frames;
   if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
   return true;
+}
+
+void watch_frame(const id_ptr& id, std::uint64_t seen);
+
+/// The socket has nothing more: a frame left incomplete in the buffer gets
+/// a deadline (deadlines::frame), on the progress thread. Called with rx_mutex
+/// held, so the watch is started once.
+rx_next drained(const id_ptr& id) {
+  if (id->rx_end > id->rx_begin && !id->frame_watch && id->io != nullptr) {
+    id->frame_watch = true;
+    try {
+      asio::post(*id->io, [id, seen = id->rx_frames] { watch_frame(id, seen); });
+    } catch (const std::bad_alloc&) {
+      id->frame_watch = false;  // the next drained() tries again
+    }
+  }
+  return rx_next::more;
+}
+
+/// Fails the link when the frame that was incomplete at `seen` frames is
+/// still incomplete a deadlines::frame later; watches the next one otherwise.
+void watch_frame(const id_ptr& id, std::uint64_t seen) {
+  if (id->link_closed) return;
+  if (!id->frame_timer) id->frame_timer.emplace(*id->io);
+  id->frame_timer->expires_after(id->limits.frame);
+  id->frame_timer->async_wait([id, seen](const boost::system::error_code& ec) {
+    if (ec || id->link_closed) return;
+    bool expired = false;
+    std::uint64_t now = 0;
+    {
+      const std::lock_guard lock(id->rx_mutex);
+      const bool partial = id->rx_end > id->rx_begin;
+      // Held frames (an RNR wait) stop the reading, not the peer.
+      expired = partial && id->rx_frames == seen && !id->reading_paused;
+      id->frame_watch = partial && !expired;
+      now = id->rx_frames;
+    }
+    if (expired) return link_failed(id, ETIMEDOUT);
+    if (id->frame_watch) watch_frame(id, now);
+  });
 }
 
 /// The progress thread acts on a failure, wherever it was seen.
@@ -853,7 +916,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         // Read no further than the target, then the payload goes where it belongs.
         if (avail < header_size + remote_size) {
           if (fill(*id, need, header_size + remote_size - avail) == fill_result::would_block)
-            return rx_next::more;
+            return drained(id);
           continue;
         }
         if (place_directly(id, h->length)) continue;
@@ -866,6 +929,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
                                                        : handle_inline(id, h->type, payload);
         if (next == rx_next::hand_over) return next;
         id->rx_begin += need;
+        ++id->rx_frames;
         if (id->rx_begin == id->rx_end) {
           id->rx_begin = id->rx_end = 0;
           // A link keeps what ordinary traffic needs, not its largest frame.
@@ -881,7 +945,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
     const bool header_first = id->rx_large_writes && avail < header_size;
     const std::size_t limit =
         header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
-    if (fill(*id, need, limit) == fill_result::would_block) return rx_next::more;
+    if (fill(*id, need, limit) == fill_result::would_block) return drained(id);
   }
 }
 
@@ -1052,6 +1116,7 @@ cm_outcome apply_cm_frame_locked(const id_ptr& id, frame_type type,
       break;
     case frame_type::rtu:
       if (id->state != conn_state::rep_sent) return {.valid = false};
+      if (id->timer) id->timer->cancel();  // the wait for it is over
       id->state = conn_state::established;
       qp_ready_locked(id);
       id->push_locked(cm_event_type::established);
@@ -1101,6 +1166,7 @@ struct incoming {
   tcp::socket socket;
   asio::steady_timer timer;
   std::weak_ptr<soft_id> listener;
+  std::chrono::milliseconds handshake{soft_provider::deadlines{}.handshake};
   header_bytes header{};
   std::vector<std::uint8_t> payload;
 
@@ -1124,6 +1190,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->port = local_port_of(in->socket);
   child->socket.emplace(std::move(in->socket));
   child->rnr_timeout = listener->rnr_timeout;
+  child->limits = listener->limits;
   open_tx(*child);
   child->timer.emplace(child->socket->get_executor());
   in->timer.cancel();
@@ -1152,7 +1219,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
 }
 
 void read_request(const std::shared_ptr<incoming>& in) {
-  in->timer.expires_after(handshake_timeout);
+  in->timer.expires_after(in->handshake);
   in->timer.async_wait([in](const boost::system::error_code& ec) {
     if (!ec) in->drop();
   });
@@ -1189,7 +1256,9 @@ void accept_next(const id_ptr& listener) {
         }
         listener->accept_failing = false;
         tune(socket);
-        read_request(std::make_shared<incoming>(std::move(socket), listener));
+        auto in = std::make_shared<incoming>(std::move(socket), listener);
+        in->handshake = listener->limits.handshake;
+        read_request(in);
         accept_next(listener);
       });
 }
@@ -1335,6 +1404,7 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   id->channel = as<soft_channel>(channel);
   id->context = context;
   id->rnr_timeout = rnr_timeout_;
+  id->limits = deadlines_;
   id->self = id;
   return handle<cm_id>(id.get());
 }
@@ -1523,6 +1593,7 @@ std::error_code soft_provider::accept(cm_id* h, const conn_param& param) {
     id->own_depth = param.initiator_depth;
     asio::post(*id->io, [id = id->shared_from_this(), reply = std::move(reply)]() mutable {
       send_frame(id, std::move(reply));
+      await_rtu(id);
     });
     id->state = conn_state::rep_sent;
     return {};

@@ -86,6 +86,15 @@ class soft_provider : public provider {  // not final: tests override single cal
   void set_rnr_timeout(std::chrono::milliseconds timeout) noexcept { rnr_timeout_ = timeout; }
   static constexpr std::chrono::milliseconds default_rnr_timeout{10000};
 
+  /// What a peer gets to finish before its link is closed: the handshake
+  /// (the REQ after the TCP accept; the RTU after accept, then UNREACHABLE)
+  /// and each frame (from its first byte to its last). Ids created afterwards.
+  struct deadlines {
+    std::chrono::milliseconds handshake{10000};
+    std::chrono::milliseconds frame{10000};
+  };
+  void set_deadlines(const deadlines& d) noexcept { deadlines_ = d; }
+
  private:
   struct device_storage;
   class engine;
@@ -97,6 +106,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
   std::chrono::milliseconds rnr_timeout_ = default_rnr_timeout;
+  deadlines deadlines_;
 };
 
 }  // namespace arpma::provider
