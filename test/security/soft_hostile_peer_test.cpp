@@ -8,11 +8,13 @@
 #include "provider/soft/soft_memory.hpp"
 #include "support/raw_peer.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -428,6 +430,206 @@ TEST_F(soft_hostile_peer, an_accepted_request_whose_rtu_never_comes_is_unreachab
   EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
   EXPECT_EQ(e->status, -ETIMEDOUT);
   EXPECT_LT(open_for(fd, 5 * deadline), 5 * deadline);
+}
+
+// ---- a hostile server and a legitimate client ------------------------------------
+
+/// A TCP listener on loopback that the test answers by hand.
+struct raw_server {
+  raw_server() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port = ntohs(a.sin_port);
+  }
+  ~raw_server() {
+    if (conn >= 0) ::close(conn);
+    ::close(fd);
+  }
+  raw_server(const raw_server&) = delete;
+  raw_server& operator=(const raw_server&) = delete;
+
+  /// Accepts the client's link and reads its REQ whole.
+  bool take_request() {
+    pollfd ready{fd, POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(wait_limit.count())) != 1) return false;
+    conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+    const auto header = read_exact(conn, 12);
+    if (header.size() != 12 || header[5] != 1) return false;
+    const std::size_t length = (std::size_t{header[10]} << 8) | header[11];
+    return read_exact(conn, length).size() == length;
+  }
+
+  int fd = -1;
+  int conn = -1;
+  std::uint16_t port = 0;
+};
+
+/// A legitimate client: an active id with a QP, connecting to a raw server,
+/// and a guarded buffer the server's answers may land in.
+class soft_hostile_server : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(server.port, 0);
+    auto dev = soft.find_device("127.0.0.1", false);
+    ASSERT_TRUE(dev);
+    ch = soft.create_event_channel().value();
+    pd = soft.alloc_pd(dev.value()).value();
+    cc = soft.create_comp_channel(dev.value()).value();
+    cq = soft.create_cq(dev.value(), 64, cc).value();
+    id = soft.create_id(ch, 2).value();
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(server.port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_FALSE(soft.resolve_addr(id, reinterpret_cast<const sockaddr*>(&to), 1000));
+    ASSERT_TRUE(next_event(soft, ch));
+    ASSERT_FALSE(soft.resolve_route(id, 1000));
+    ASSERT_TRUE(next_event(soft, ch));
+    prov::qp_config config;
+    config.send_cq = cq;
+    config.recv_cq = cq;
+    config.max_send_wr = 16;
+    ASSERT_FALSE(soft.create_qp(id, pd, config));
+    std::memset(local.base, 0x22, local.size);
+    auto m = soft.reg_mr(pd, local.base, local.size, all_access);
+    ASSERT_TRUE(m);
+    mr = m.value();
+    ASSERT_FALSE(soft.connect(id, {}));
+    ASSERT_TRUE(server.take_request());
+  }
+
+  void TearDown() override {
+    soft.destroy_qp(id);
+    EXPECT_FALSE(soft.destroy_id(id));
+    EXPECT_FALSE(soft.dereg_mr(mr));
+    EXPECT_FALSE(soft.destroy_cq(cq));
+    EXPECT_FALSE(soft.destroy_comp_channel(cc));
+    EXPECT_FALSE(soft.dealloc_pd(pd));
+    soft.destroy_event_channel(ch);
+  }
+
+  /// REP (then the client's RTU): the connection is established.
+  void establish() {
+    ASSERT_TRUE(write_all(server.conn, wire_frame(2, {0xff, 0xff, 7, 7, 0, 0, 0, 9})));
+    ASSERT_EQ(read_exact(server.conn, 12).size(), 12u);  // RTU
+    auto e = next_event(soft, ch);
+    ASSERT_TRUE(e && e->type == cm_event_type::established);
+  }
+
+  std::error_code post(prov::wr_opcode op, std::size_t offset, std::uint32_t len,
+                       std::uint64_t wr_id) {
+    prov::send_wr wr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.local = {addr_of(local.base + offset), len, soft.mr_lkey(mr)};
+    wr.remote_addr = 0x1000;
+    wr.rkey = 0x1234;
+    return soft.post_send(id, wr);
+  }
+
+  std::vector<prov::work_completion> completions(std::size_t want) {
+    std::vector<prov::work_completion> got;
+    const auto deadline = std::chrono::steady_clock::now() + wait_limit;
+    while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+      std::array<prov::work_completion, 8> batch{};
+      const auto n = soft.poll_cq(cq, batch);
+      if (n && n.value() > 0)
+        got.insert(got.end(), batch.begin(), batch.begin() + static_cast<long>(n.value()));
+      else
+        std::this_thread::sleep_for(1ms);
+    }
+    return got;
+  }
+
+  bool local_untouched_from(std::size_t offset) const {
+    return std::all_of(local.base + offset, local.base + local.size,
+                       [](std::uint8_t b) { return b == 0x22; });
+  }
+
+  raw_server server;
+  prov::soft_provider soft;
+  prov::event_channel* ch = nullptr;
+  prov::pd* pd = nullptr;
+  prov::comp_channel* cc = nullptr;
+  prov::cq* cq = nullptr;
+  prov::cm_id* id = nullptr;
+  pages local{1};
+  prov::mr* mr = nullptr;
+};
+
+TEST_F(soft_hostile_server, a_rep_with_oversized_private_data_is_unreachable) {
+  // REP's payload is at most 8 + 196 bytes: a longer one is not even read.
+  ASSERT_TRUE(write_all(server.conn, wire_frame(2, std::vector<std::uint8_t>(8 + 197, 0xab))));
+  auto e = next_event(soft, ch);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
+  EXPECT_TRUE(closed_by_peer(server.conn));
+}
+
+TEST_F(soft_hostile_server, a_read_response_longer_than_asked_touches_nothing_past_the_buffer) {
+  establish();
+  ASSERT_FALSE(post(prov::wr_opcode::rdma_read, 0, 64, 1));
+  ASSERT_EQ(read_exact(server.conn, 12 + 16).size(), 28u);  // the READ_REQ
+  ASSERT_TRUE(write_all(server.conn, wire_frame(25, std::vector<std::uint8_t>(128, 0xee))));
+  const auto wcs = completions(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_EQ(wcs[0].status, prov::wc_status::wr_flush_err);
+  EXPECT_TRUE(local_untouched_from(0));
+  EXPECT_TRUE(closed_by_peer(server.conn));
+}
+
+TEST_F(soft_hostile_server, responses_to_work_never_posted_are_protocol_errors) {
+  establish();
+  // One WRITE posted; the server acknowledges five and answers a READ nobody made.
+  ASSERT_FALSE(post(prov::wr_opcode::rdma_write, 0, 64, 1));
+  ASSERT_EQ(read_exact(server.conn, 12 + 12 + 64).size(), 88u);
+  ASSERT_TRUE(write_all(server.conn, wire_frame(23, {0, 0, 0, 5})));
+  ASSERT_TRUE(write_all(server.conn, wire_frame(25, std::vector<std::uint8_t>(64, 0xee))));
+  // The link fails on the bogus ACK; once DISCONNECTED is out, the QP is
+  // flushed, so every completion there will ever be is in the CQ.
+  auto e = next_event(soft, ch);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::disconnected) << prov::to_string(e->type);
+  std::array<prov::work_completion, 8> wcs{};
+  const auto n = soft.poll_cq(cq, wcs);
+  ASSERT_TRUE(n);
+  ASSERT_EQ(n.value(), 1u);  // the one WRITE, and nothing invented
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_TRUE(local_untouched_from(0));
+}
+
+TEST_F(soft_hostile_server, a_server_that_stops_reading_holds_the_client_to_its_queue_depth) {
+  establish();
+  // 1 MiB writes from memory of our own registering; the server reads none.
+  pages big(256);
+  auto m = soft.reg_mr(pd, big.base, big.size, all_access);
+  ASSERT_TRUE(m);
+  const std::size_t before = rss();
+  int posted = 0;
+  std::error_code last;
+  for (int i = 0; i < 64 && !last; ++i) {
+    prov::send_wr wr;
+    wr.wr_id = static_cast<std::uint64_t>(i);
+    wr.opcode = prov::wr_opcode::rdma_write;
+    wr.local = {addr_of(big.base), static_cast<std::uint32_t>(big.size), soft.mr_lkey(m.value())};
+    wr.rkey = 0x1234;
+    last = soft.post_send(id, wr);
+    if (!last) ++posted;
+  }
+  EXPECT_EQ(posted, 16);  // max_send_wr: then ENOMEM
+  EXPECT_EQ(last, std::errc::not_enough_memory);
+  const std::size_t grown = rss() > before ? rss() - before : 0;
+  // At most the 16 queued messages are copied (the kernel holds some of it).
+  EXPECT_LT(grown, rss_slack * (std::size_t{24} << 20)) << "RSS grew by " << (grown >> 20);
+  soft.destroy_qp(id);
+  EXPECT_FALSE(soft.dereg_mr(m.value()));
 }
 
 }  // namespace
