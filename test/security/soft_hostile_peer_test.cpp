@@ -166,7 +166,7 @@ class soft_hostile_peer : public ::testing::Test {
     cc = soft.create_comp_channel(dev_).value();
     cq = soft.create_cq(dev_, 64, cc).value();
     // Short deadlines so that the tests of them are quick (default 10 s).
-    soft.set_deadlines({.handshake = deadline, .frame = deadline});
+    soft.set_limits(test_limits());
     listener = soft.create_id(ch, 1).value();
     sockaddr_in any{};
     any.sin_family = AF_INET;
@@ -236,6 +236,10 @@ class soft_hostile_peer : public ::testing::Test {
   }
 
   static constexpr std::chrono::milliseconds deadline{400};
+  /// What SetUp gives the provider: short deadlines; tests may change more.
+  virtual prov::soft_provider::limits test_limits() {
+    return {.handshake = deadline, .frame = deadline};
+  }
   prov::soft_provider soft;
   prov::event_channel* ch = nullptr;
   prov::pd* pd = nullptr;
@@ -430,6 +434,61 @@ TEST_F(soft_hostile_peer, an_accepted_request_whose_rtu_never_comes_is_unreachab
   EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
   EXPECT_EQ(e->status, -ETIMEDOUT);
   EXPECT_LT(open_for(fd, 5 * deadline), 5 * deadline);
+}
+
+/// Whether the server closed `fd` (EOF or reset) within `limit`.
+bool closed_within(int fd, std::chrono::milliseconds limit) { return open_for(fd, limit) < limit; }
+
+class soft_hostile_peer_few_half_open : public soft_hostile_peer {
+ protected:
+  prov::soft_provider::limits test_limits() override {
+    return {.handshake = std::chrono::seconds(10), .half_open_per_listener = 4};
+  }
+};
+
+TEST_F(soft_hostile_peer_few_half_open, links_past_the_half_open_cap_are_closed_at_once) {
+  std::vector<int> links;
+  for (int i = 0; i < 10; ++i) {
+    const int fd = raw_connect(soft.local_port(listener));
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    links.push_back(fd);
+    std::this_thread::sleep_for(5ms);  // accepted in this order
+  }
+  // The 6 past the cap go at once; the 4 within it wait for their REQ (10 s).
+  for (std::size_t i = 4; i < links.size(); ++i) EXPECT_TRUE(closed_within(links[i], 3000ms)) << i;
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(closed_within(links[i], 50ms)) << i;
+  // One of them completes its handshake: a link of its own, served.
+  ASSERT_TRUE(write_all(links[0], wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
+  auto req = next_of(cm_event_type::connect_request);
+  ASSERT_TRUE(req);
+  ids.push_back(req->id);
+}
+
+class soft_hostile_peer_small_total : public soft_hostile_peer {
+ protected:
+  static constexpr std::size_t total = std::size_t{1} << 20;
+  prov::soft_provider::limits test_limits() override {
+    auto l = soft_hostile_peer::test_limits();
+    l.held_bytes_total = total;
+    return l;
+  }
+};
+
+TEST_F(soft_hostile_peer_small_total, links_together_hold_no_more_than_the_provider_total) {
+  // Two links, each with a waiting SEND and a flood of empty ones behind it:
+  // each alone may hold 16 MiB; together they stop at the 1 MiB total.
+  std::vector<int> links;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = attacker();
+    ASSERT_TRUE(write_all(fd, wire_frame(16, {1, 2, 3, 4})));
+    links.push_back(fd);
+  }
+  for (int fd : links) (void)flood(fd, wire_frame(16, {}), 2'000'000, 300ms);
+  // Past the total a link holds at most the frame that crossed it.
+  EXPECT_LE(soft.held_bytes(), total + 2 * 64 + 8);
+  EXPECT_GT(soft.held_bytes(), total / 2);
+  expect_server_serves(0, 0x11);
 }
 
 // ---- a hostile server and a legitimate client ------------------------------------

@@ -157,6 +157,14 @@ struct tx_frame {
 };
 
 struct soft_id : std::enable_shared_from_this<soft_id> {
+  soft_id() = default;
+  soft_id(const soft_id&) = delete;
+  soft_id& operator=(const soft_id&) = delete;
+  /// What the link still held behind an RNR wait leaves the provider's total.
+  ~soft_id() {
+    if (held_total != nullptr && stalled_bytes > 0) held_total->fetch_sub(stalled_bytes);
+  }
+
   // Application threads only (or set before the id is published).
   sockaddr_storage dst{};
   bool addr_resolved = false;
@@ -205,7 +213,9 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::chrono::steady_clock::time_point rnr_deadline;
   std::optional<asio::steady_timer> rnr_timer;
   std::chrono::milliseconds rnr_timeout{};
-  soft_provider::deadlines limits;  ///< the handshake's and a frame's
+  soft_provider::limits limits;
+  std::atomic<std::size_t>* held_total = nullptr;  ///< the provider's, for limits.held_bytes_total
+  std::size_t half_open = 0;                       ///< listener: incoming links before their REQ
 
   // The link's receiving side (under rx_mutex, either thread; pump_locked).
   std::mutex rx_mutex;
@@ -850,7 +860,7 @@ bool place_directly(const id_ptr& id, std::uint32_t length) {
 void watch_frame(const id_ptr& id, std::uint64_t seen);
 
 /// The socket has nothing more: a frame left incomplete in the buffer gets
-/// a deadline (deadlines::frame), on the progress thread. Called with rx_mutex
+/// a deadline (limits::frame), on the progress thread. Called with rx_mutex
 /// held, so the watch is started once.
 rx_next drained(const id_ptr& id) {
   if (id->rx_end > id->rx_begin && !id->frame_watch && id->io != nullptr) {
@@ -865,7 +875,7 @@ rx_next drained(const id_ptr& id) {
 }
 
 /// Fails the link when the frame that was incomplete at `seen` frames is
-/// still incomplete a deadlines::frame later; watches the next one otherwise.
+/// still incomplete a limits::frame later; watches the next one otherwise.
 void watch_frame(const id_ptr& id, std::uint64_t seen) {
   if (id->link_closed) return;
   if (!id->frame_timer) id->frame_timer.emplace(*id->io);
@@ -1012,9 +1022,12 @@ void schedule_rnr_retry(const id_ptr& id) {
 /// Keeps a copy of the request for later and goes on reading (responses must
 /// flow); past the bound, reading pauses and TCP holds the peer back.
 rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
-  id->stalled_bytes += stalled_cost(payload.size());
+  const std::size_t cost = stalled_cost(payload.size());
   id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
-  if (id->stalled_bytes <= max_stalled_bytes) return rx_next::more;
+  id->stalled_bytes += cost;
+  const std::size_t total = id->held_total != nullptr ? id->held_total->fetch_add(cost) + cost : 0;
+  if (id->stalled_bytes <= max_stalled_bytes && total <= id->limits.held_bytes_total)
+    return rx_next::more;
   id->reading_paused = true;
   return rx_next::stop;
 }
@@ -1041,7 +1054,9 @@ void drain_stalled(const id_ptr& id) {
         soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
       }
       if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
-      id->stalled_bytes -= stalled_cost(payload.size());
+      const std::size_t cost = stalled_cost(payload.size());
+      id->stalled_bytes -= cost;
+      if (id->held_total != nullptr) id->held_total->fetch_sub(cost);
       id->stalled.pop_front();
       id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
     }
@@ -1161,12 +1176,20 @@ rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uin
 
 /// A TCP connection accepted by a listener that has not yet sent its REQ.
 struct incoming {
-  incoming(tcp::socket s, std::weak_ptr<soft_id> l)
-      : socket(std::move(s)), timer(socket.get_executor()), listener(std::move(l)) {}
+  incoming(tcp::socket s, const id_ptr& l)
+      : socket(std::move(s)), timer(socket.get_executor()), listener(l) {
+    ++l->half_open;
+  }
+  incoming(const incoming&) = delete;
+  incoming& operator=(const incoming&) = delete;
+  /// The progress thread's (or, once it has stopped, the engine's teardown).
+  ~incoming() {
+    if (const id_ptr l = listener.lock()) --l->half_open;
+  }
   tcp::socket socket;
   asio::steady_timer timer;
   std::weak_ptr<soft_id> listener;
-  std::chrono::milliseconds handshake{soft_provider::deadlines{}.handshake};
+  std::chrono::milliseconds handshake{soft_provider::limits{}.handshake};
   header_bytes header{};
   std::vector<std::uint8_t> payload;
 
@@ -1191,6 +1214,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->socket.emplace(std::move(in->socket));
   child->rnr_timeout = listener->rnr_timeout;
   child->limits = listener->limits;
+  child->held_total = listener->held_total;
   open_tx(*child);
   child->timer.emplace(child->socket->get_executor());
   in->timer.cancel();
@@ -1255,6 +1279,13 @@ void accept_next(const id_ptr& listener) {
           return;
         }
         listener->accept_failing = false;
+        if (listener->half_open >= listener->limits.half_open_per_listener) {
+          // As many links as allowed have not sent their REQ yet: no more
+          // memory or deadline for another one (it is closed unread).
+          boost::system::error_code ignored;
+          socket.close(ignored);
+          return accept_next(listener);
+        }
         tune(socket);
         auto in = std::make_shared<incoming>(std::move(socket), listener);
         in->handshake = listener->limits.handshake;
@@ -1404,7 +1435,8 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   id->channel = as<soft_channel>(channel);
   id->context = context;
   id->rnr_timeout = rnr_timeout_;
-  id->limits = deadlines_;
+  id->limits = limits_;
+  id->held_total = &held_bytes_;
   id->self = id;
   return handle<cm_id>(id.get());
 }

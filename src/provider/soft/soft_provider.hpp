@@ -86,14 +86,24 @@ class soft_provider : public provider {  // not final: tests override single cal
   void set_rnr_timeout(std::chrono::milliseconds timeout) noexcept { rnr_timeout_ = timeout; }
   static constexpr std::chrono::milliseconds default_rnr_timeout{10000};
 
-  /// What a peer gets to finish before its link is closed: the handshake
-  /// (the REQ after the TCP accept; the RTU after accept, then UNREACHABLE)
-  /// and each frame (from its first byte to its last). Ids created afterwards.
-  struct deadlines {
+  /// What a peer can make this provider wait for or hold (docs/soft-provider.md,
+  /// "Bounds"). Applies to ids created afterwards.
+  struct limits {
+    /// The handshake: the REQ after the TCP accept; the RTU after accept
+    /// (then UNREACHABLE).
     std::chrono::milliseconds handshake{10000};
+    /// One frame, from its first byte to its last.
     std::chrono::milliseconds frame{10000};
+    /// TCP connections of one listener that have not sent their REQ yet;
+    /// more are closed at once.
+    std::size_t half_open_per_listener = 1024;
+    /// Requests held behind RNR waits on all links of this provider, counted
+    /// with their bookkeeping; past it, a link that holds more stops reading.
+    std::size_t held_bytes_total = std::size_t{256} << 20;
   };
-  void set_deadlines(const deadlines& d) noexcept { deadlines_ = d; }
+  void set_limits(const limits& l) noexcept { limits_ = l; }
+  /// Bytes held behind RNR waits now, on every link (for tests and diagnostics).
+  [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_.load(); }
 
  private:
   struct device_storage;
@@ -102,11 +112,14 @@ class soft_provider : public provider {  // not final: tests override single cal
   engine& progress();
 
   std::unique_ptr<device_storage> device_;
+  /// Bytes held behind RNR waits on every link (limits::held_bytes_total);
+  /// before engine_, whose handlers may hold ids until it is gone.
+  std::atomic<std::size_t> held_bytes_{0};
   std::atomic<std::uint32_t> next_qp_num_;
   std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
   std::chrono::milliseconds rnr_timeout_ = default_rnr_timeout;
-  deadlines deadlines_;
+  limits limits_;
 };
 
 }  // namespace arpma::provider
