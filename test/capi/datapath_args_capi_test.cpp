@@ -8,6 +8,8 @@
 // on failure. Every wait is bounded (poll with a timeout).
 #include <librpma.h>
 
+#include "support/address_space.hpp"
+
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -753,16 +755,14 @@ TEST_F(datapath_args, srq_recv_arguments) {
 // librpma reports a failed ibv_reg_mr), on every provider: the soft one
 // used to accept all of these and then let a remote peer read or crash.
 TEST_F(datapath_args, mr_reg_refuses_ranges_verbs_refuses) {
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  void* ro = ::mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(ro, MAP_FAILED);
-  // The hole is made last, so no later mapping of this test fills it.
-  void* mapped =
-      ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mapped, MAP_FAILED);
-  auto* base = static_cast<char*>(mapped);
-  ASSERT_EQ(::munmap(base + page, page), 0);
-  const int remote_write = RPMA_MR_USAGE_WRITE_DST;
+  const std::size_t page = arpma::test::page_size();
+  const arpma::test::pages ro(1, PROT_READ);
+  const arpma::test::pages two(2);
+  ASSERT_NE(ro.base, nullptr);
+  ASSERT_NE(two.base, nullptr);
+  two.revoke_from(1);
+  auto* top = reinterpret_cast<char*>(arpma::test::highest_mapping_end());  // NOLINT
+  auto* base = reinterpret_cast<char*>(two.base);
   const int any = RPMA_MR_USAGE_READ_SRC | RPMA_MR_USAGE_WRITE_DST;
   struct range {
     void* ptr;
@@ -773,14 +773,14 @@ TEST_F(datapath_args, mr_reg_refuses_ranges_verbs_refuses) {
   const range refused[] = {
       {base, SIZE_MAX, any, "SIZE_MAX"},
       {base + 16, SIZE_MAX - 8, any, "wraps the address space"},
-      {reinterpret_cast<void*>(0x10), 64, any,
-       "pointer 0x10"},  // NOLINT(performance-no-int-to-ptr)
-      {base, 2 * page, any, "half unmapped"},
-      {base + page, 64, RPMA_MR_USAGE_READ_SRC, "unmapped"},
-      {base, std::size_t{1} << 30, any, "1 GiB over one page"},
-      {ro, page, remote_write, "read-only page for remote writes"},
-      {ro, page, RPMA_MR_USAGE_RECV, "read-only page for receives"},
-      {ro, page, RPMA_MR_USAGE_READ_DST, "read-only page as a read's destination"},
+      {reinterpret_cast<void*>(0x10), 64, any, "pointer 0x10"},  // NOLINT
+      {top, 64, RPMA_MR_USAGE_READ_SRC, "unmapped"},
+      {top - page, 2 * page, RPMA_MR_USAGE_READ_SRC, "half unmapped"},
+      {top - page, std::size_t{1} << 30, RPMA_MR_USAGE_READ_SRC, "1 GiB over one page"},
+      {base, 2 * page, any, "half inaccessible"},
+      {ro.base, page, RPMA_MR_USAGE_WRITE_DST, "read-only page for remote writes"},
+      {ro.base, page, RPMA_MR_USAGE_RECV, "read-only page for receives"},
+      {ro.base, page, RPMA_MR_USAGE_READ_DST, "read-only page as a read's destination"},
   };
   for (const range& r : refused) {
     rpma_mr_local* refused_mr = sentinel<rpma_mr_local>();
@@ -789,12 +789,10 @@ TEST_F(datapath_args, mr_reg_refuses_ranges_verbs_refuses) {
   }
   // What verbs accepts still registers.
   rpma_mr_local* accepted = nullptr;
-  ASSERT_EQ(rpma_mr_reg(peer, ro, page, RPMA_MR_USAGE_READ_SRC, &accepted), 0);
+  ASSERT_EQ(rpma_mr_reg(peer, ro.base, page, RPMA_MR_USAGE_READ_SRC, &accepted), 0);
   EXPECT_EQ(rpma_mr_dereg(&accepted), 0);
   ASSERT_EQ(rpma_mr_reg(peer, base, page, any, &accepted), 0);
   EXPECT_EQ(rpma_mr_dereg(&accepted), 0);
-  ::munmap(base, page);
-  ::munmap(ro, page);
 }
 
 TEST_F(datapath_args, mr_argument_errors_leave_out_parameters_untouched) {

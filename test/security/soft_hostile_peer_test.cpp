@@ -6,6 +6,8 @@
 #include "provider/soft/soft_provider.hpp"
 
 #include "provider/soft/soft_memory.hpp"
+#include "support/address_space.hpp"
+#include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 
 #include <arpa/inet.h>
@@ -29,14 +31,20 @@ namespace {
 namespace prov = arpma::provider;
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
 using namespace std::chrono_literals;
+using arpma::test::highest_mapping_end;
+using arpma::test::page_size;
+using arpma::test::pages;
+
+std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* channel,
+                                         std::chrono::milliseconds limit = wait_limit) {
+  return arpma::test::next_event(p, channel, limit);
+}
 using prov::cm_event_type;
 
 constexpr int all_access = prov::access::local_write | prov::access::remote_write |
                            prov::access::remote_read | prov::access::remote_atomic;
 
 std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
-
-std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
 /// Sanitizers keep shadow memory and quarantines beside every allocation:
 /// the RSS bounds below are widened for them (the unfixed defects grew the
@@ -54,39 +62,6 @@ std::size_t rss() {
   std::size_t resident = 0;
   statm >> total >> resident;
   return resident * page_size();
-}
-
-/// Anonymous pages of our own, unmapped when the test ends (or earlier).
-struct pages {
-  explicit pages(std::size_t n, int prot = PROT_READ | PROT_WRITE) : size(n * page_size()) {
-    void* p = ::mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    base = p == MAP_FAILED ? nullptr : static_cast<std::uint8_t*>(p);
-  }
-  ~pages() {
-    if (base != nullptr) ::munmap(base, size);
-  }
-  pages(const pages&) = delete;
-  pages& operator=(const pages&) = delete;
-  /// Unmaps page `i` onwards, as an application that frees registered memory.
-  void unmap_from(std::size_t i) {
-    ::munmap(base + i * page_size(), size - i * page_size());
-    size = i * page_size();
-  }
-  std::uint8_t* base = nullptr;
-  std::size_t size = 0;
-};
-
-std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* channel,
-                                         std::chrono::milliseconds limit = wait_limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    prov::cm_event event;
-    const std::error_code ec = p.get_cm_event(channel, event);
-    if (!ec) return event;
-    if (ec.value() != EAGAIN || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    pollfd ready{p.event_channel_fd(channel), POLLIN, 0};
-    (void)::poll(&ready, 1, 10);
-  }
 }
 
 // ---- registration --------------------------------------------------------------
@@ -118,11 +93,15 @@ TEST_F(soft_registration, refuses_what_ibv_reg_mr_refuses) {
   EXPECT_EQ(reg_errno(two.base, SIZE_MAX, all_access), EINVAL);                 // wraps
   EXPECT_EQ(reg_errno(two.base + 8, SIZE_MAX - 4, all_access), EINVAL);         // wraps
   EXPECT_EQ(reg_errno(reinterpret_cast<void*>(0x10), 64, all_access), EFAULT);  // NOLINT
-  EXPECT_EQ(reg_errno(two.base, std::size_t{1} << 30, all_access), EFAULT);     // 1 GiB over 8 KiB
   EXPECT_EQ(reg_errno(two.base, two.size, all_access), 0);
-  two.unmap_from(1);
-  EXPECT_EQ(reg_errno(two.base, 2 * page_size(), all_access), EFAULT);  // half unmapped
-  EXPECT_EQ(reg_errno(two.base + page_size(), 64, 0), EFAULT);          // unmapped
+  // Past the highest mapping nothing is mapped.
+  auto* top = reinterpret_cast<std::uint8_t*>(highest_mapping_end());        // NOLINT
+  EXPECT_EQ(reg_errno(top, 64, 0), EFAULT);                                  // unmapped
+  EXPECT_EQ(reg_errno(top - page_size(), 2 * page_size(), 0), EFAULT);       // half unmapped
+  EXPECT_EQ(reg_errno(top - page_size(), std::size_t{1} << 30, 0), EFAULT);  // 1 GiB over a page
+  two.revoke_from(1);
+  EXPECT_EQ(reg_errno(two.base, 2 * page_size(), all_access), EFAULT);  // half inaccessible
+  EXPECT_EQ(reg_errno(two.base + page_size(), 64, 0), EFAULT);          // inaccessible
   EXPECT_EQ(reg_errno(two.base, page_size(), all_access), 0);
 }
 
@@ -144,27 +123,50 @@ TEST(soft_memory, copies_report_a_fault_instead_of_taking_one) {
   EXPECT_TRUE(prov::soft_mem::copy_to_region(p.base, local.data(), local.size()));
   EXPECT_EQ(p.base[63], 0x42);
   std::uint8_t* second = p.base + page_size();
-  p.unmap_from(1);
-  EXPECT_FALSE(prov::soft_mem::copy_to_region(second, local.data(), local.size()));
-  EXPECT_FALSE(prov::soft_mem::copy_from_region(local.data(), second, local.size()));
-  EXPECT_FALSE(prov::soft_mem::store_u64_to_region(second, 7));
+  p.revoke_from(1);
+  auto* unmapped = reinterpret_cast<std::uint8_t*>(highest_mapping_end());  // NOLINT
+  for (std::uint8_t* gone : {second, unmapped}) {
+    EXPECT_FALSE(prov::soft_mem::copy_to_region(gone, local.data(), local.size()));
+    EXPECT_FALSE(prov::soft_mem::copy_from_region(local.data(), gone, local.size()));
+    EXPECT_FALSE(prov::soft_mem::store_u64_to_region(gone, 7));
+  }
+  // A copy that starts in memory that is there and runs into what is not.
+  EXPECT_FALSE(prov::soft_mem::copy_to_region(second - 16, local.data(), local.size()));
   EXPECT_TRUE(prov::soft_mem::store_u64_to_region(p.base, 7));
+  EXPECT_TRUE(prov::soft_mem::copy_from_region(local.data(), p.base, 8));
 }
 
 // ---- a legitimate server and a hostile peer -------------------------------------
 
-/// The server: a listener whose connections get a QP and one target region
-/// the attacker knows the key of (as after an exchange of descriptors).
-class soft_hostile_peer : public ::testing::Test {
- protected:
-  void SetUp() override {
+/// The verbs objects either side of a test needs: an event channel, a PD, and
+/// one CQ on its completion channel.
+struct verbs_objects {
+  void make(prov::soft_provider& soft) {
     auto dev = soft.find_device("127.0.0.1", false);
     ASSERT_TRUE(dev);
-    dev_ = dev.value();
     ch = soft.create_event_channel().value();
-    pd = soft.alloc_pd(dev_).value();
-    cc = soft.create_comp_channel(dev_).value();
-    cq = soft.create_cq(dev_, 64, cc).value();
+    pd = soft.alloc_pd(dev.value()).value();
+    cc = soft.create_comp_channel(dev.value()).value();
+    cq = soft.create_cq(dev.value(), 64, cc).value();
+  }
+  void destroy(prov::soft_provider& soft) const {
+    EXPECT_FALSE(soft.destroy_cq(cq));
+    EXPECT_FALSE(soft.destroy_comp_channel(cc));
+    EXPECT_FALSE(soft.dealloc_pd(pd));
+    soft.destroy_event_channel(ch);
+  }
+  prov::event_channel* ch = nullptr;
+  prov::pd* pd = nullptr;
+  prov::comp_channel* cc = nullptr;
+  prov::cq* cq = nullptr;
+};
+
+/// The server: a listener whose connections get a QP and one target region
+/// the attacker knows the key of (as after an exchange of descriptors).
+class soft_hostile_peer : public ::testing::Test, protected verbs_objects {
+ protected:
+  void SetUp() override {
+    make(soft);
     // Short deadlines so that the tests of them are quick (default 10 s).
     soft.set_limits(test_limits());
     listener = soft.create_id(ch, 1).value();
@@ -188,10 +190,7 @@ class soft_hostile_peer : public ::testing::Test {
     }
     EXPECT_FALSE(soft.destroy_id(listener));
     EXPECT_FALSE(soft.dereg_mr(mr));
-    EXPECT_FALSE(soft.destroy_cq(cq));
-    EXPECT_FALSE(soft.destroy_comp_channel(cc));
-    EXPECT_FALSE(soft.dealloc_pd(pd));
-    soft.destroy_event_channel(ch);
+    destroy(soft);
   }
 
   /// A raw link through REQ / REP / RTU to an accepted id with a QP.
@@ -241,24 +240,17 @@ class soft_hostile_peer : public ::testing::Test {
     return {.handshake = deadline, .frame = deadline};
   }
   prov::soft_provider soft;
-  prov::event_channel* ch = nullptr;
-  prov::pd* pd = nullptr;
-  prov::comp_channel* cc = nullptr;
-  prov::cq* cq = nullptr;
   prov::cm_id* listener = nullptr;
   pages target{2};
   prov::mr* mr = nullptr;
   std::uint32_t rkey = 0;
   std::vector<int> fds;
   std::vector<prov::cm_id*> ids;
-
- private:
-  prov::device* dev_ = nullptr;
 };
 
-TEST_F(soft_hostile_peer, remote_access_to_memory_unmapped_after_registration_fails_cleanly) {
+TEST_F(soft_hostile_peer, remote_access_to_memory_taken_away_after_registration_fails_cleanly) {
   const std::uint64_t second = addr_of(target.base) + page_size();
-  target.unmap_from(1);
+  target.revoke_from(1);
   // A WRITE there is refused (NAK 10, REM_ACCESS_ERR) instead of faulting.
   const int w = attacker();
   ASSERT_TRUE(write_all(w, write_frame(rkey, second, 64)));
@@ -361,21 +353,6 @@ TEST_F(soft_hostile_peer, read_requests_never_collected_are_refused_past_the_res
   EXPECT_LT(grown, rss_slack * (std::size_t{32} << 20))
       << "RSS grew by " << (grown >> 20) << " MiB";
   expect_server_serves(0, 0x11);
-}
-
-/// How long `fd` stayed open (until EOF or reset), reading what comes.
-std::chrono::milliseconds open_for(int fd, std::chrono::milliseconds limit) {
-  const auto start = std::chrono::steady_clock::now();
-  std::array<std::uint8_t, 512> buf{};
-  for (;;) {
-    const auto left = limit - std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - start);
-    pollfd ready{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
-    if (::recv(fd, buf.data(), buf.size(), 0) <= 0) break;
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               start);
 }
 
 TEST_F(soft_hostile_peer, a_frame_left_incomplete_closes_the_link_after_the_frame_deadline) {
@@ -531,16 +508,11 @@ struct raw_server {
 
 /// A legitimate client: an active id with a QP, connecting to a raw server,
 /// and a guarded buffer the server's answers may land in.
-class soft_hostile_server : public ::testing::Test {
+class soft_hostile_server : public ::testing::Test, protected verbs_objects {
  protected:
   void SetUp() override {
     ASSERT_NE(server.port, 0);
-    auto dev = soft.find_device("127.0.0.1", false);
-    ASSERT_TRUE(dev);
-    ch = soft.create_event_channel().value();
-    pd = soft.alloc_pd(dev.value()).value();
-    cc = soft.create_comp_channel(dev.value()).value();
-    cq = soft.create_cq(dev.value(), 64, cc).value();
+    make(soft);
     id = soft.create_id(ch, 2).value();
     sockaddr_in to{};
     to.sin_family = AF_INET;
@@ -567,10 +539,7 @@ class soft_hostile_server : public ::testing::Test {
     soft.destroy_qp(id);
     EXPECT_FALSE(soft.destroy_id(id));
     EXPECT_FALSE(soft.dereg_mr(mr));
-    EXPECT_FALSE(soft.destroy_cq(cq));
-    EXPECT_FALSE(soft.destroy_comp_channel(cc));
-    EXPECT_FALSE(soft.dealloc_pd(pd));
-    soft.destroy_event_channel(ch);
+    destroy(soft);
   }
 
   /// REP (then the client's RTU): the connection is established.
@@ -613,10 +582,6 @@ class soft_hostile_server : public ::testing::Test {
 
   raw_server server;
   prov::soft_provider soft;
-  prov::event_channel* ch = nullptr;
-  prov::pd* pd = nullptr;
-  prov::comp_channel* cc = nullptr;
-  prov::cq* cq = nullptr;
   prov::cm_id* id = nullptr;
   pages local{1};
   prov::mr* mr = nullptr;

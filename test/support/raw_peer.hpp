@@ -116,4 +116,19 @@ inline std::vector<std::uint8_t> read_frame(std::uint32_t rkey, std::uint64_t ad
 inline const std::vector<std::uint8_t> nak_access = {0x41, 0x52, 0x50, 0x4d, 1, 24, 0, 0,
                                                      0,    0,    0,    4,    0, 0,  0, 10};
 
+/// How long `fd` stayed open (until EOF or reset), reading what comes.
+inline std::chrono::milliseconds open_for(int fd, std::chrono::milliseconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  std::array<std::uint8_t, 512> buf{};
+  for (;;) {
+    const auto left = limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - start);
+    pollfd ready{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
+    if (::recv(fd, buf.data(), buf.size(), 0) <= 0) break;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
 }  // namespace arpma::test::raw

@@ -3,6 +3,9 @@
 // migration, hostile peers, and two processes. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/provider_events.hpp"
+#include "support/raw_peer.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -35,9 +38,11 @@ namespace {
 
 namespace prov = arpma::provider;
 using namespace std::chrono_literals;
+using arpma::test::raw::closed_by_peer;
+using arpma::test::raw::read_exact;
+using arpma::test::raw::wait_limit;
+using arpma::test::raw::write_all;
 using prov::cm_event_type;
-
-constexpr auto wait_limit = 5000ms;
 
 // ---- helpers -------------------------------------------------------------------
 
@@ -62,18 +67,7 @@ const sockaddr* sa(const sockaddr_storage& s) { return reinterpret_cast<const so
 /// The next event of `channel`, waiting at most `limit` (poll on its fd).
 std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* channel,
                                          std::chrono::milliseconds limit = wait_limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    prov::cm_event event;
-    const std::error_code ec = p.get_cm_event(channel, event);
-    if (!ec) return event;
-    if (ec.value() != EAGAIN) return std::nullopt;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    pollfd ready{p.event_channel_fd(channel), POLLIN, 0};
-    (void)::poll(&ready, 1, static_cast<int>(left.count()));
-  }
+  return arpma::test::next_event(p, channel, limit);
 }
 
 /// Whether `channel`'s fd becomes readable within `limit`, consuming nothing.
@@ -117,47 +111,6 @@ int raw_connect(const char* ip, std::uint16_t port) {
     return -1;
   }
   return fd;
-}
-
-bool write_all(int fd, const std::vector<std::uint8_t>& bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-/// Reads exactly `n` bytes within the wait limit; shorter on EOF or timeout.
-std::vector<std::uint8_t> read_exact(int fd, std::size_t n) {
-  std::vector<std::uint8_t> out;
-  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
-  while (out.size() < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd ready{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) break;
-    std::array<std::uint8_t, 512> buf{};
-    const ssize_t got = ::recv(fd, buf.data(), std::min(buf.size(), n - out.size()), 0);
-    if (got <= 0) break;
-    out.insert(out.end(), buf.begin(), buf.begin() + got);
-  }
-  return out;
-}
-
-/// True when the peer closes `fd` (EOF or reset) within the wait limit.
-bool closed_by_peer(int fd) {
-  const auto deadline = std::chrono::steady_clock::now() + wait_limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd ready{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&ready, 1, static_cast<int>(left.count())) != 1) return false;
-    std::array<std::uint8_t, 256> buf{};
-    const ssize_t got = ::recv(fd, buf.data(), buf.size(), 0);
-    if (got <= 0) return true;
-  }
 }
 
 /// A frame as docs/soft-provider.md specifies it, built independently of the

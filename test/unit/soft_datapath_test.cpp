@@ -4,6 +4,7 @@
 // peer. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 
 #include <arpa/inet.h>
@@ -61,18 +62,7 @@ const sockaddr* sa(const sockaddr_in& a) { return reinterpret_cast<const sockadd
 
 std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* channel,
                                          std::chrono::milliseconds limit = wait_limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    prov::cm_event event;
-    const std::error_code ec = p.get_cm_event(channel, event);
-    if (!ec) return event;
-    if (ec.value() != EAGAIN) return std::nullopt;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    pollfd ready{p.event_channel_fd(channel), POLLIN, 0};
-    (void)::poll(&ready, 1, static_cast<int>(left.count()));
-  }
+  return arpma::test::next_event(p, channel, limit);
 }
 
 /// The next completion of `cq` within `limit`.
