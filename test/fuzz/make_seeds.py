@@ -3,7 +3,7 @@
 (test/fuzz/corpus/<name>/) from the documented layouts: docs/soft-provider.md
 ("Wire protocol") for frames, librpma's descriptor layouts for descriptors, and
 each harness's header comment for its input layout. Run from anywhere; it
-rewrites those four directories (soft_cm_frames' seeds are kept as they are)."""
+rewrites those five directories (soft_cm_frames' seeds are kept as they are)."""
 import os
 import shutil
 import struct
@@ -106,6 +106,26 @@ def peer_seeds():
     return {"zero": b"\x00", "one": b"\x01", "other": b"\x7f", "long": b"\x01\x00\xff", "empty": b""}
 
 
+def link_seeds():
+    """soft_link_fuzz: the stream after the handshake; 'RK' xx and 'AD' + 6 bytes
+    are the harness's placeholders for the region's rkey and base + offset."""
+    def at(offset):
+        return b"RK\x00\x00" + b"AD" + struct.pack(">Q", offset)[2:]
+    s = {}
+    s["write"] = frame(WRITE, at(0) + bytes(range(64)))
+    s["write_oob"] = frame(WRITE, at(4090) + b"x" * 16)
+    s["read"] = frame(READ, at(128) + struct.pack(">I", 256))
+    s["reads_past_resources"] = frame(READ, at(0) + struct.pack(">I", 4096)) * 40
+    s["send"] = frame(SEND, b"hello") + frame(SEND_IMM, struct.pack(">I", 7) + b"imm")
+    s["sends_past_receives"] = frame(SEND, b"a") * 5 + frame(SEND) * 2000
+    s["atomic"] = frame(ATOMIC, at(8) + b"\x01" * 8) + frame(ATOMIC, at(3) + b"\x02" * 8)
+    s["flush"] = frame(FLUSH, at(0) + struct.pack(">QBB", 4096, 1, 0))
+    s["ack_of_nothing"] = frame(ACK, struct.pack(">I", 3))
+    s["partial"] = frame(WRITE, at(0) + b"y" * 64)[:30]
+    s["garbage"] = bytes(range(256))
+    return s
+
+
 def write(name, seeds):
     d = os.path.join(HERE, "corpus", name)
     shutil.rmtree(d, ignore_errors=True)
@@ -119,3 +139,4 @@ write("soft_datapath_frames", datapath_seeds())
 write("soft_mr_access", access_seeds())
 write("mr_descriptor", mr_seeds())
 write("peer_cfg_descriptor", peer_seeds())
+write("soft_link", link_seeds())

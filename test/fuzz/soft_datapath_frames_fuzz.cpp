@@ -427,12 +427,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   qp.recv_cq = &cq;
   qp.num = 7;
   std::vector<sent_frame> sent;
-  dp::make_ready(
-      qp,
-      [&sent](wire::frame head, std::span<const std::uint8_t> tail) {
-        sent.push_back(decode(head, tail));
-      },
-      [] {});
+  dp::link_ops link;
+  link.send = [&sent](wire::frame head, std::span<const std::uint8_t> tail) {
+    sent.push_back(decode(head, tail));
+  };
+  link.progress = [] {};
+  dp::make_ready(qp, std::move(link));
 
   const unsigned recvs = std::min(in.u8() & 0xfu, 10u);
   const auto recv_len = static_cast<std::uint32_t>(in.u8() % 65);
