@@ -731,6 +731,8 @@ constexpr std::size_t rx_keep = std::size_t{1} << 20;
 
 void pump(const id_ptr& id);
 
+std::size_t socket_holds(soft_id& id);
+
 /// Room in the buffer for a frame of `frame_size` bytes at its start.
 void make_room(soft_id& id, std::size_t frame_size) {
   const std::size_t pending = id.rx_end - id.rx_begin;
@@ -739,12 +741,13 @@ void make_room(soft_id& id, std::size_t frame_size) {
     id.rx_begin = 0;
     id.rx_end = pending;
   }
-  // Grown as bytes arrive, never on a header's word: only a full buffer
-  // doubles, up to the frame's end, so a header announcing 8 MiB costs
-  // nothing until the peer has sent about half of it.
+  // Grown as bytes arrive, never on a header's word: a full buffer grows to
+  // hold what the socket has received (at least double), up to the frame's
+  // end, so a header announcing 8 MiB costs nothing until the bytes are here.
   std::size_t want = std::max(id.rx.size(), id.rx_data_seen ? rx_large : rx_small);
   const std::size_t frame_end = id.rx_begin + frame_size;
-  if (id.rx_end == want && want < frame_end) want = std::min(frame_end, 2 * want);
+  if (id.rx_end == want && want < frame_end)
+    want = std::min(frame_end, std::max(2 * want, id.rx_end + socket_holds(id)));
   if (id.rx.size() < want) id.rx.resize(want);
 }
 
@@ -853,6 +856,7 @@ bool place_directly(const id_ptr& id, std::uint32_t length) {
   memory.unlock();
   id->rx_begin = id->rx_end = 0;
   ++id->rx_frames;
+  id->rx_data_seen = true;                // data flows: the buffer's floor is rx_large from now on
   if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
   return true;
 }

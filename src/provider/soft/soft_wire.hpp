@@ -8,7 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace arpma::provider::soft_wire {
@@ -51,7 +54,30 @@ inline constexpr std::size_t atomic_write_size = remote_size + 8;  // + value
 inline constexpr std::size_t flush_size = remote_size + 10;        // + length u64, type, level
 
 using header_bytes = std::array<std::uint8_t, header_size>;
-using frame = std::vector<std::uint8_t>;
+
+/// Every byte of a frame is written before it is read: growing one leaves
+/// the new bytes as they are, so a payload about to be copied in is not
+/// zero-filled first (a second pass over 64 KiB per queued write).
+template <class T>
+struct uninitialized_allocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = uninitialized_allocator<U>;
+  };
+  uninitialized_allocator() noexcept = default;
+  template <class U>
+  explicit uninitialized_allocator(const uninitialized_allocator<U>& /*other*/) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+using frame = std::vector<std::uint8_t, uninitialized_allocator<std::uint8_t>>;
 
 inline void put_u16(std::uint8_t* p, std::uint16_t v) noexcept {
   p[0] = static_cast<std::uint8_t>(v >> 8);
