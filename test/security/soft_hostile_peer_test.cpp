@@ -468,6 +468,38 @@ TEST_F(soft_hostile_peer_small_total, links_together_hold_no_more_than_the_provi
   expect_server_serves(0, 0x11);
 }
 
+class soft_hostile_peer_small_read_budget : public soft_hostile_peer {
+ protected:
+  static constexpr std::size_t budget = std::size_t{64} << 10;  // below 16 responses of a link
+  prov::soft_provider::limits test_limits() override {
+    auto l = soft_hostile_peer::test_limits();
+    l.queued_read_bytes_total = budget;
+    return l;
+  }
+};
+
+TEST_F(soft_hostile_peer_small_read_budget, read_responses_over_all_links_stay_within_the_budget) {
+  // Two links that never read; each alone would get 16 responses queued.
+  const auto request = read_frame(rkey, addr_of(target.base), 2 * page_size());
+  std::vector<std::uint8_t> requests;
+  for (int i = 0; i < 2000; ++i) requests.insert(requests.end(), request.begin(), request.end());
+  std::vector<int> links;
+  for (int i = 0; i < 2; ++i) links.push_back(attacker());
+  for (int fd : links) {
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
+    (void)::send(fd, requests.data(), requests.size(), MSG_NOSIGNAL);
+  }
+  for (int fd : links) EXPECT_TRUE(closed_by_peer(fd));
+  // At most one response past the budget (the one that crossed it).
+  EXPECT_LE(soft.queued_read_bytes_peak(), budget + 2 * page_size() + 12);
+  EXPECT_GT(soft.queued_read_bytes_peak(), 0u);
+  const auto give_up = std::chrono::steady_clock::now() + wait_limit;
+  while (soft.queued_read_bytes() != 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(soft.queued_read_bytes(), 0u);
+  expect_server_serves(0, 0x11);
+}
+
 // ---- a hostile server and a legitimate client ------------------------------------
 
 /// A TCP listener on loopback that the test answers by hand.

@@ -366,8 +366,10 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
   if (len > max_message) return verdict::protocol_error;
   // Past the responder resources both ends agreed on: a requester that does
   // not wait for our answers (IB: invalid request); the link closes, so a
-  // peer that never reads makes us hold at most max_reads_in responses.
-  if (qp.link.queued_reads && qp.link.queued_reads() >= qp.link.max_reads_in) {
+  // peer that never reads makes us hold at most max_reads_in responses. The
+  // provider's budget over all links is refused the same way.
+  if ((qp.link.queued_reads && qp.link.queued_reads() >= qp.link.max_reads_in) ||
+      (qp.link.read_budget_spent && qp.link.read_budget_spent())) {
     qp.link.send(
         small_frame(frame_type::nak, static_cast<std::uint32_t>(wc_status::rem_inv_req_err)), {});
     flush_all(qp);

@@ -83,6 +83,8 @@ struct link_ops {
   std::function<void()> progress;
   /// READ responses of this QP the link holds, not yet all written.
   std::function<std::size_t()> queued_reads;
+  /// Whether the provider's budget for queued READ responses is spent.
+  std::function<bool()> read_budget_spent;
   std::uint32_t max_reads_out = max_reads_in_flight;  ///< min(our depth, their resources)
   std::uint32_t max_reads_in = max_reads_in_flight;   ///< min(our resources, their depth)
 };

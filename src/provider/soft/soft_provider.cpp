@@ -153,7 +153,8 @@ enum class after_write : std::uint8_t { nothing, shutdown_send };
 /// A frame, or the rest of one, waiting for the progress thread's writer.
 struct tx_frame {
   frame bytes;
-  bool ends_read = false;  ///< the last piece of a READ response
+  bool ends_read = false;      ///< the last piece of a READ response
+  std::size_t read_bytes = 0;  ///< bytes of a READ response, in the provider's total
 };
 
 struct soft_id : std::enable_shared_from_this<soft_id> {
@@ -163,6 +164,8 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   /// What the link still held behind an RNR wait leaves the provider's total.
   ~soft_id() {
     if (held_total != nullptr && stalled_bytes > 0) held_total->fetch_sub(stalled_bytes);
+    if (read_total != nullptr)
+      for (const tx_frame& f : out) read_total->fetch_sub(f.read_bytes);
   }
 
   // Application threads only (or set before the id is published).
@@ -236,9 +239,11 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   int tx_fd = -1;          ///< the socket while it is open and connected
   bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
   std::deque<tx_frame> out;
-  std::size_t reads_queued = 0;                 ///< READ responses in `out`, not all written yet
-  std::size_t out_offset = 0;                   ///< bytes of out.front() already written
-  std::size_t in_flight = 0;                    ///< frames of `out` in the current async_write
+  std::size_t reads_queued = 0;                    ///< READ responses in `out`, not all written yet
+  std::atomic<std::size_t>* read_total = nullptr;  ///< the provider's queued READ response bytes
+  std::atomic<std::size_t>* read_peak = nullptr;   ///< and the most of them at once
+  std::size_t out_offset = 0;                      ///< bytes of out.front() already written
+  std::size_t in_flight = 0;                       ///< frames of `out` in the current async_write
   std::uint32_t ack_pending = 0;                ///< requests executed, acknowledgement not yet sent
   bool ack_ticker = false;                      ///< ack_timer runs
   int ack_idle = 0;                             ///< ticks in a row that found nothing to send
@@ -448,7 +453,7 @@ bool is_ack(const frame& f) noexcept {
 
 /// Queues `f` behind the frames being written; consecutive acknowledgements
 /// not yet handed to the socket become one. Called with tx_mutex held.
-void enqueue(soft_id& id, frame f, bool ends_read = false) {
+void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false) {
   const std::size_t last = id.out.size() - 1;
   const bool untouched =
       !id.out.empty() && last >= id.in_flight && (last > 0 || id.out_offset == 0);
@@ -458,7 +463,27 @@ void enqueue(soft_id& id, frame f, bool ends_read = false) {
     return;
   }
   if (ends_read) ++id.reads_queued;
-  id.out.push_back({std::move(f), ends_read});
+  const std::size_t read_bytes = response ? f.size() : 0;
+  if (read_bytes > 0 && id.read_total != nullptr) {
+    const std::size_t now = id.read_total->fetch_add(read_bytes) + read_bytes;
+    std::size_t peak = id.read_peak->load();
+    while (now > peak && !id.read_peak->compare_exchange_weak(peak, now)) {
+    }
+  }
+  id.out.push_back({std::move(f), ends_read, read_bytes});
+}
+
+/// The writer is done with out.front(). Called with tx_mutex held.
+void pop_written(soft_id& id) {
+  const tx_frame& f = id.out.front();
+  if (f.ends_read) --id.reads_queued;
+  if (f.read_bytes > 0 && id.read_total != nullptr) id.read_total->fetch_sub(f.read_bytes);
+  id.out.pop_front();
+}
+
+/// Nothing queued will be written any more. Called with tx_mutex held.
+void drop_queued(soft_id& id) {
+  while (!id.out.empty()) pop_written(id);
 }
 
 bool is_read_response(const frame& f) noexcept {
@@ -514,13 +539,13 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
     tail = {};
     if (start && id->out.empty()) id->out_offset = sent;
     sent = 0;
-    enqueue(*id, std::move(*piece), piece == &f && response);
+    enqueue(*id, std::move(*piece), piece == &f && response, piece == &f && response);
   }
   if (!tail.empty()) {
     if (start && id->out.empty()) id->out_offset = sent;
     frame rest;
     if (!append_region(rest, tail)) return tail_unreadable(id);
-    enqueue(*id, std::move(rest), response);
+    enqueue(*id, std::move(rest), response, response);
   }
   if (!start) return;
   id->writing = true;
@@ -594,8 +619,7 @@ void write_next(const id_ptr& id) {
   {
     const std::lock_guard lock(id->tx_mutex);
     if (id->link_closed || id->out.empty()) {
-      id->out.clear();
-      id->reads_queued = 0;
+      drop_queued(*id);
       id->out_offset = 0;
       id->writing = false;
       if (!id->link_closed && id->then == after_write::shutdown_send) {
@@ -613,15 +637,10 @@ void write_next(const id_ptr& id) {
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
                       {
                         const std::lock_guard lock(id->tx_mutex);
-                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight) {
-                          if (id->out.front().ends_read) --id->reads_queued;
-                          id->out.pop_front();
-                        }
+                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight)
+                          pop_written(*id);
                         id->out_offset = 0;
-                        if (ec) {
-                          id->out.clear();
-                          id->reads_queued = 0;
-                        }
+                        if (ec) drop_queued(*id);
                       }
                       if (ec && !id->link_closed) return link_failed(id, errno_of(ec));
                       write_next(id);
@@ -682,6 +701,11 @@ void qp_ready_locked(const id_ptr& id) {
   ops.queued_reads = [weak]() -> std::size_t {
     const id_ptr alive = weak.lock();
     return alive ? queued_reads(alive) : 0;
+  };
+  ops.read_budget_spent = [weak] {
+    const id_ptr alive = weak.lock();
+    return alive && alive->read_total != nullptr &&
+           alive->read_total->load() >= alive->limits.queued_read_bytes_total;
   };
   // What each end may have unanswered: IB's initiator depth and responder
   // resources, whichever of the two ends offers less (make_ready caps them).
@@ -1219,6 +1243,8 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->rnr_timeout = listener->rnr_timeout;
   child->limits = listener->limits;
   child->held_total = listener->held_total;
+  child->read_total = listener->read_total;
+  child->read_peak = listener->read_peak;
   open_tx(*child);
   child->timer.emplace(child->socket->get_executor());
   in->timer.cancel();
@@ -1441,6 +1467,8 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   id->rnr_timeout = rnr_timeout_;
   id->limits = limits_;
   id->held_total = &held_bytes_;
+  id->read_total = &queued_read_bytes_;
+  id->read_peak = &queued_read_peak_;
   id->self = id;
   return handle<cm_id>(id.get());
 }

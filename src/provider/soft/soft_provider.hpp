@@ -100,10 +100,20 @@ class soft_provider : public provider {  // not final: tests override single cal
     /// Requests held behind RNR waits on all links of this provider, counted
     /// with their bookkeeping; past it, a link that holds more stops reading.
     std::size_t held_bytes_total = std::size_t{256} << 20;
+    /// READ responses queued on all links of this provider and not yet
+    /// written to their sockets; a READ that arrives past it is refused
+    /// (REM_INV_REQ_ERR, the link closes), as one past the responder resources.
+    std::size_t queued_read_bytes_total = std::size_t{256} << 20;
   };
   void set_limits(const limits& l) noexcept { limits_ = l; }
   /// Bytes held behind RNR waits now, on every link (for tests and diagnostics).
   [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_.load(); }
+  /// Bytes of READ responses queued now, not yet written to their sockets,
+  /// and the most there have been at once.
+  [[nodiscard]] std::size_t queued_read_bytes() const noexcept { return queued_read_bytes_.load(); }
+  [[nodiscard]] std::size_t queued_read_bytes_peak() const noexcept {
+    return queued_read_peak_.load();
+  }
 
  private:
   struct device_storage;
@@ -115,6 +125,8 @@ class soft_provider : public provider {  // not final: tests override single cal
   /// Bytes held behind RNR waits on every link (limits::held_bytes_total);
   /// before engine_, whose handlers may hold ids until it is gone.
   std::atomic<std::size_t> held_bytes_{0};
+  std::atomic<std::size_t> queued_read_bytes_{0};  ///< limits::queued_read_bytes_total
+  std::atomic<std::size_t> queued_read_peak_{0};
   std::atomic<std::uint32_t> next_qp_num_;
   std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
