@@ -1,3 +1,6 @@
+// Over 700 lines: the requester and the responder share the QP, its lock and
+// the MR table's lock discipline; the soft provider's split by concept is
+// issue 19 (item 6).
 #include "provider/soft/soft_datapath.hpp"
 
 #include "provider/handle_cast.hpp"

@@ -1,7 +1,5 @@
 #include "provider/soft/soft_memory.hpp"
 
-#include "core/log_internal.hpp"
-
 #include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -66,13 +64,9 @@ bool install() noexcept {
     action.sa_sigaction = on_fault;
     action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
+    // Only a bad argument makes sigaction fail; copies_are_guarded() says so.
     const bool ok = ::sigaction(SIGSEGV, &action, &previous_segv) == 0 &&
                     ::sigaction(SIGBUS, &action, &previous_bus) == 0;
-    if (!ok)
-      ARPMA_LOG(log_level::warning,
-                "soft provider: no SIGSEGV/SIGBUS handler (errno %d); copies into registered "
-                "memory are not fault-guarded",
-                errno);
     installed.store(ok, std::memory_order_release);
   });
   return installed.load(std::memory_order_acquire);

@@ -33,8 +33,8 @@ namespace arpma::provider::soft_mem {
 
 /// Whether copies are fault-safe here: a SIGSEGV/SIGBUS handler of the soft
 /// provider is installed (the first registration installs it, chained to any
-/// handler before it). Without one, plain copies are used and only the
-/// registration check protects.
+/// handler before it). Without one (sigaction refused it), plain copies are
+/// used and only the registration check protects.
 [[nodiscard]] bool copies_are_guarded() noexcept;
 
 /// For bench/soft_datapath_bench only, which alternates rounds with and

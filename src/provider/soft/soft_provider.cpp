@@ -1,3 +1,5 @@
+// Over 700 lines (the progress engine, the link, the connection manager and
+// the provider façade in one file): its split by concept is issue 19 (item 6).
 #include "provider/soft/soft_provider.hpp"
 
 #include "core/log_internal.hpp"
