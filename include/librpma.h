@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/* librpma's header includes it, and librpma programs use stderr and fprintf through it. */
+#include <stdio.h>
 /* NOLINTEND(modernize-deprecated-headers) */
 
 #include <infiniband/verbs.h>
