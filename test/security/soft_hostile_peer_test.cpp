@@ -24,6 +24,7 @@
 #include <fstream>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -193,8 +194,9 @@ class soft_hostile_peer : public ::testing::Test, protected verbs_objects {
     destroy(soft);
   }
 
-  /// A raw link through REQ / REP / RTU to an accepted id with a QP.
-  int attacker() {
+  /// A raw link that sent its REQ, and the server's id of it, with a QP
+  /// (nullptr when no CONNECT_REQUEST came).
+  std::pair<int, prov::cm_id*> requester() {
     const int fd = raw_connect(soft.local_port(listener));
     EXPECT_GE(fd, 0);
     fds.push_back(fd);
@@ -202,13 +204,20 @@ class soft_hostile_peer : public ::testing::Test, protected verbs_objects {
     // Earlier attacks' links may have left DISCONNECTED / TIMEWAIT_EXIT.
     auto req = next_of(cm_event_type::connect_request);
     EXPECT_TRUE(req);
-    if (!req) return -1;
+    if (!req) return {fd, nullptr};
     ids.push_back(req->id);
     prov::qp_config config;
     config.send_cq = cq;
     config.recv_cq = cq;
     EXPECT_FALSE(soft.create_qp(req->id, pd, config));
-    EXPECT_FALSE(soft.accept(req->id, {}));
+    return {fd, req->id};
+  }
+
+  /// A raw link through REQ / REP / RTU to an accepted id with a QP.
+  int attacker() {
+    const auto [fd, id] = requester();
+    if (id == nullptr) return -1;
+    EXPECT_FALSE(soft.accept(id, {}));
     EXPECT_EQ(read_exact(fd, 12 + 8).size(), 20u);
     EXPECT_TRUE(write_all(fd, wire_frame(4, {})));
     EXPECT_TRUE(next_of(cm_event_type::established));
@@ -393,18 +402,10 @@ TEST_F(soft_hostile_peer, a_link_that_never_sends_its_req_is_closed) {
 }
 
 TEST_F(soft_hostile_peer, an_accepted_request_whose_rtu_never_comes_is_unreachable) {
-  const int fd = raw_connect(soft.local_port(listener));
+  const auto [fd, id] = requester();
   ASSERT_GE(fd, 0);
-  fds.push_back(fd);
-  ASSERT_TRUE(write_all(fd, wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
-  auto req = next_of(cm_event_type::connect_request);
-  ASSERT_TRUE(req);
-  ids.push_back(req->id);
-  prov::qp_config config;
-  config.send_cq = cq;
-  config.recv_cq = cq;
-  ASSERT_FALSE(soft.create_qp(req->id, pd, config));
-  ASSERT_FALSE(soft.accept(req->id, {}));
+  ASSERT_NE(id, nullptr);
+  ASSERT_FALSE(soft.accept(id, {}));
   // No RTU: the server's id does not stay half-open.
   auto e = next_event(soft, ch, 5 * deadline);
   ASSERT_TRUE(e);
