@@ -1,10 +1,13 @@
 // arpma::connection: an RDMA connection and its events.
 #pragma once
 
+#include "arpma/completion.hpp"
+#include "arpma/detail/wc_op.hpp"
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 
 #include <array>
@@ -34,25 +37,6 @@ enum class conn_event : int {
 /// Which flush: to persistence (the peer must place writes directly in
 /// persistent memory) or to global visibility. Values of rpma_flush_type.
 enum class flush_type : int { persistent = 0, visibility = 1 };
-
-/// The opcode of a completion: the values of `ibv_wc_opcode`.
-enum class wc_opcode : int {
-  send = 0,
-  rdma_write = 1,
-  rdma_read = 2,
-  flush = 8,
-  atomic_write = 9,
-  recv = 128,
-  recv_rdma_with_imm = 129,
-};
-
-/// What a finished data-path operation reports.
-struct completion {
-  std::uint32_t byte_len = 0;  ///< bytes received (receives) or moved
-  wc_opcode opcode = wc_opcode::send;
-  std::optional<std::uint32_t> imm;  ///< immediate data (host order), if any
-  std::uint32_t qp_num = 0;
-};
 
 namespace detail {
 struct conn_state;
@@ -94,7 +78,25 @@ inline data_op make_data_op(data_op::kind what, const local_mr_state* local,
   return op;
 }
 using completion_handler = boost::asio::any_completion_handler<void(error_code, completion)>;
-void start_data_op(conn_state* state, const data_op& op, completion_handler handler);
+using completion_signature = void(error_code, completion);
+template <class Token>
+concept data_token = boost::asio::completion_token_for<Token, completion_signature>;
+/// The connection's executor; an empty one for no state.
+[[nodiscard]] const boost::asio::any_io_executor& executor_of(const conn_state* state) noexcept;
+/// Registers `pending` with the connection and posts its work request; it
+/// completes from its work completion (or with an error, never inline).
+void start_data_op(conn_state* state, const data_op& op, wc_op* pending);
+
+/// The initiation of every data-path operation of a connection.
+struct initiate_data_op {
+  conn_state* state;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return executor_of(state); }
+  template <class Handler>
+  void operator()(Handler&& handler, const data_op& op) const {
+    start_data_op(state, op, make_wc_op(std::forward<Handler>(handler), executor_of(state)));
+  }
+};
 inline const local_mr_state* state_of(const local_mr& mr) noexcept { return mr.state(); }
 using conn_event_handler = boost::asio::any_completion_handler<void(error_code, conn_event)>;
 using disconnect_handler = boost::asio::any_completion_handler<void(error_code)>;
@@ -116,6 +118,11 @@ void start_disconnect(conn_state* state, disconnect_handler handler);
 /// asio::error::operation_aborted when the connection is closed or destroyed.
 class connection {
  public:
+  /// The executor its operations and, by default, their handlers run on.
+  using executor_type = boost::asio::any_io_executor;
+  /// Asio's default token for the executor (none for a plain any_io_executor).
+  using default_token = boost::asio::default_completion_token_t<executor_type>;
+
   connection() noexcept;
   explicit connection(std::unique_ptr<detail::conn_state> state) noexcept;
   connection(connection&&) noexcept;
@@ -124,6 +131,12 @@ class connection {
 
   /// False for a default-constructed, moved-from or closed connection.
   explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The executor of the handler that async_connect completed to (or of the
+  /// loop the request was made on): a strand there makes this connection's
+  /// operations and handlers serialized by it. Empty for an empty connection.
+  [[nodiscard]] executor_type get_executor() const noexcept {
+    return detail::executor_of(state_.get());
+  }
   /// The peer's private data: the client's CONNECT_REQUEST data on the
   /// server, the server's accept data on the client (borrowed; valid while
   /// the connection lives). Transports may pad it beyond what was sent.
@@ -188,35 +201,38 @@ class connection {
   // operation in flight with operation_aborted (its queue pair is gone).
 
   /// RDMA read of [src_offset, +len) of `src` into [dst_offset, +len) of `dst`.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
-                  std::size_t src_offset, std::size_t len, CompletionToken&& token) {
+                  std::size_t src_offset, std::size_t len,
+                  CompletionToken&& token = default_token()) {
     const auto op = detail::make_data_op(detail::data_op::kind::read, detail::state_of(dst),
                                          dst_offset, &src, src_offset, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// RDMA write of [src_offset, +len) of `src` to [dst_offset, +len) of `dst`.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
-                   std::size_t src_offset, std::size_t len, CompletionToken&& token) {
+                   std::size_t src_offset, std::size_t len,
+                   CompletionToken&& token = default_token()) {
     const auto op = detail::make_data_op(detail::data_op::kind::write, detail::state_of(src),
                                          src_offset, &dst, dst_offset, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// The same, consuming a receive at the peer that completes with `imm`.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_write_with_imm(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
                             std::size_t src_offset, std::size_t len, std::uint32_t imm,
-                            CompletionToken&& token) {
+                            CompletionToken&& token = default_token()) {
     auto op = detail::make_data_op(detail::data_op::kind::write_with_imm, detail::state_of(src),
                                    src_offset, &dst, dst_offset, len);
     op.imm = imm;
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// Writes 8 bytes as one unit to an 8-byte aligned offset of `dst`.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_atomic_write(const remote_mr& dst, std::size_t dst_offset,
-                          const std::array<char, 8>& value, CompletionToken&& token) {
+                          const std::array<char, 8>& value,
+                          CompletionToken&& token = default_token()) {
     auto op =
         detail::make_data_op(detail::data_op::kind::atomic_write, nullptr, 0, &dst, dst_offset, 8);
     op.value = value;
@@ -224,24 +240,24 @@ class connection {
   }
   /// Completes once earlier writes to [dst_offset, +len) of `dst` are placed
   /// (visibility) or persistent (persistent).
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_flush(const remote_mr& dst, std::size_t dst_offset, std::size_t len, flush_type type,
-                   CompletionToken&& token) {
+                   CompletionToken&& token = default_token()) {
     auto op = detail::make_data_op(detail::data_op::kind::flush, nullptr, 0, &dst, dst_offset, len);
     op.flush = type;
     return initiate(op, std::forward<CompletionToken>(token));
   }
   /// A message from [offset, +len) of `src`; it consumes a receive at the peer.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_send(const local_mr& src, std::size_t offset, std::size_t len,
-                  CompletionToken&& token) {
+                  CompletionToken&& token = default_token()) {
     const auto op = detail::make_data_op(detail::data_op::kind::send, detail::state_of(src), offset,
                                          nullptr, 0, len);
     return initiate(op, std::forward<CompletionToken>(token));
   }
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_send_with_imm(const local_mr& src, std::size_t offset, std::size_t len,
-                           std::uint32_t imm, CompletionToken&& token) {
+                           std::uint32_t imm, CompletionToken&& token = default_token()) {
     auto op = detail::make_data_op(detail::data_op::kind::send_with_imm, detail::state_of(src),
                                    offset, nullptr, 0, len);
     op.imm = imm;
@@ -249,9 +265,9 @@ class connection {
   }
   /// Receives the peer's next message (or write with immediate) into
   /// [offset, +len) of `dst`; completion.byte_len says how much arrived.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                  CompletionToken&& token) {
+                  CompletionToken&& token = default_token()) {
     const auto op = detail::make_data_op(detail::data_op::kind::recv, detail::state_of(dst), offset,
                                          nullptr, 0, len);
     return initiate(op, std::forward<CompletionToken>(token));
@@ -287,12 +303,8 @@ class connection {
  private:
   template <class CompletionToken>
   auto initiate(const detail::data_op& op, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(error_code, completion)>(
-        [](auto handler, detail::conn_state* state, const detail::data_op& o) {
-          detail::completion_handler h(std::move(handler));
-          detail::start_data_op(state, o, std::move(h));
-        },
-        token, state_.get(), op);
+    return boost::asio::async_initiate<CompletionToken, detail::completion_signature>(
+        detail::initiate_data_op{state_.get()}, token, op);
   }
 
   std::unique_ptr<detail::conn_state> state_;

@@ -22,7 +22,20 @@ namespace arpma {
 namespace detail {
 struct srq_state;
 void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
-                    std::size_t len, completion_handler handler);
+                    std::size_t len, wc_op* pending);
+[[nodiscard]] const boost::asio::any_io_executor& srq_executor(const srq_state* state) noexcept;
+
+struct initiate_srq_recv {
+  srq_state* state;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return srq_executor(state); }
+  template <class Handler>
+  void operator()(Handler&& handler, const local_mr_state* dst, std::size_t offset,
+                  std::size_t len) const {
+    start_srq_recv(state, dst, offset, len,
+                   make_wc_op(std::forward<Handler>(handler), srq_executor(state)));
+  }
+};
 }  // namespace detail
 
 /// The shape of an SRQ. Defaults are librpma 1.3's code (RPMA_DEFAULT_SRQ_SIZE
@@ -59,12 +72,19 @@ class srq {
   [[nodiscard]] static result<srq> create(const boost::asio::any_io_executor& ex, const peer& p,
                                           const srq_config& cfg = {});
 
+  using executor_type = boost::asio::any_io_executor;
+  using default_token = boost::asio::default_completion_token_t<executor_type>;
+
   srq() noexcept;
   srq(srq&&) noexcept;
   srq& operator=(srq&&) noexcept;
   ~srq();
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The executor given to create(); empty for an srq made without one.
+  [[nodiscard]] executor_type get_executor() const noexcept {
+    return detail::srq_executor(state_.get());
+  }
 
   /// Posts one receive into [offset, offset + len) of `dst`; `wr_id` comes
   /// back in its completion. Errors: errc::invalid_argument (an empty srq
@@ -89,16 +109,11 @@ class srq {
   /// message fills it or the SRQ goes, so `dst` must outlive the operation
   /// even after a cancellation; the operation then completes with
   /// operation_aborted when that happens, not at once.
-  template <class CompletionToken>
+  template <detail::data_token CompletionToken = default_token>
   auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                  CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(error_code, completion)>(
-        [](auto handler, detail::srq_state* state, const detail::local_mr_state* d, std::size_t off,
-           std::size_t n) {
-          detail::completion_handler h(std::move(handler));
-          detail::start_srq_recv(state, d, off, n, std::move(h));
-        },
-        token, state_.get(), dst.state(), offset, len);
+                  CompletionToken&& token = default_token()) {
+    return boost::asio::async_initiate<CompletionToken, detail::completion_signature>(
+        detail::initiate_srq_recv{state_.get()}, token, dst.state(), offset, len);
   }
 
   /// The SRQ's RCQ, for programs that take the receives' completions

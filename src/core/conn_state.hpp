@@ -89,7 +89,7 @@ struct conn_state final : cm_event_sink {
 
   void on_cm_event(const provider::cm_event& event) override;
   /// The C++ data path's completion dispatcher, made on first use.
-  class cq_dispatcher& completions(const asio::any_io_executor& ex);
+  class cq_dispatcher& completions();
   void watch(const std::shared_ptr<conn_watcher>& w) { watchers_.add(w); }
   void unwatch(const conn_watcher* w) noexcept { watchers_.remove(w); }
 
@@ -100,6 +100,8 @@ struct conn_state final : cm_event_sink {
 
   std::shared_ptr<peer_state> peer;
   std::shared_ptr<cm_channel> channel;
+  /// The C++ object's executor: its data path and handlers run there.
+  asio::any_io_executor ex;
   std::uint64_t token;
   provider::cm_id* id = nullptr;
   bool passive = false;

@@ -54,6 +54,7 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
       if (auto ec = state_->move_to(shared.value())) return fail(ec);
     }
     state_->attach();
+    state_->ex = executor();
     hold(state_->channel);
     state_->watch(shared_from_this());
     const auto len = static_cast<std::uint8_t>(pdata_.size());

@@ -1,12 +1,50 @@
 #include "core/cq_dispatcher.hpp"
+#include "core/error_internal.hpp"
 #include "core/fd_ready.hpp"
-
 #include "core/log_internal.hpp"
+#include "core/parked_op.hpp"
 
 #include <array>
 #include <span>
 
 namespace arpma::detail {
+namespace {
+
+std::error_code status_error(provider::wc_status status) {
+  return make_error_code(static_cast<wc_errc>(static_cast<int>(status)));
+}
+
+completion to_completion(const provider::work_completion& wc) {
+  completion out;
+  out.byte_len = wc.byte_len;
+  out.opcode = static_cast<wc_opcode>(static_cast<int>(wc.opcode));
+  if (wc.with_imm) out.imm = wc.imm_data;
+  out.qp_num = wc.qp_num;
+  return out;
+}
+
+// Owns an operation on its way to the queue.
+struct op_owner {
+  wc_op* op;
+  explicit op_owner(wc_op* o) noexcept : op(o) {}
+  op_owner(op_owner&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
+  op_owner(const op_owner&) = delete;
+  op_owner& operator=(const op_owner&) = delete;
+  op_owner& operator=(op_owner&&) = delete;
+  ~op_owner() {
+    if (op != nullptr) op->destroy();
+  }
+};
+
+}  // namespace
+
+void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& ec) {
+  op_owner owned(op);
+  const asio::any_io_executor loop = runs_operations(ex) ? ex : asio::system_executor();
+  asio::post(loop, [o = std::move(owned), loop, error = to_completion_error(ec)]() mutable {
+    std::exchange(o.op, nullptr)->complete(loop, error, completion{});
+  });
+}
 
 cq_dispatcher::cq_dispatcher(provider::provider& prov,
                              const std::vector<provider::comp_channel*>& channels,
@@ -23,19 +61,42 @@ cq_dispatcher::cq_dispatcher(provider::provider& prov,
 
 cq_dispatcher::~cq_dispatcher() { close(); }
 
-std::uint64_t cq_dispatcher::add(std::shared_ptr<wc_waiter> w) {
-  const auto id = next_id_++;
-  pending_.emplace(id, std::move(w));
-  return id;
+std::uint64_t cq_dispatcher::add(wc_op* op) {
+  std::uint32_t index = free_;
+  if (index == no_slot) {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    free_ = slots_[index].next_free;
+  }
+  auto& s = slots_[index];
+  s.op = op;
+  ++pending_;
+  return (static_cast<std::uint64_t>(s.generation) << 32U) | index;
 }
 
-void cq_dispatcher::remove(std::uint64_t wr_id) noexcept {
-  pending_.erase(wr_id);
-  settle();
+wc_op* cq_dispatcher::take(std::uint64_t wr_id) noexcept {
+  const auto index = static_cast<std::uint32_t>(wr_id);
+  if (index >= slots_.size()) return nullptr;
+  auto& s = slots_[index];
+  if (s.op == nullptr || s.generation != static_cast<std::uint32_t>(wr_id >> 32U)) return nullptr;
+  ++s.generation;  // a late duplicate of this wr_id finds nothing
+  s.next_free = free_;
+  free_ = index;
+  --pending_;
+  return std::exchange(s.op, nullptr);
 }
+
+wc_op* cq_dispatcher::remove(std::uint64_t wr_id) noexcept {
+  auto* op = take(wr_id);
+  settle();
+  return op;
+}
+
+void cq_dispatcher::fail(wc_op* op, const std::error_code& ec) { fail_op(ex_, op, ec); }
 
 void cq_dispatcher::kick() {
-  if (closed_ || pending_.empty()) return;
+  if (closed_ || pending_ == 0) return;
   if (unarmed_) {  // not from inside the call that posted the operation
     asio::post(ex_, [self = shared_from_this()] { self->fail_pending(); });
     return;
@@ -52,7 +113,7 @@ void cq_dispatcher::kick() {
 
 void cq_dispatcher::watch_all() {
   for (auto& ch : channels_) watch(*ch);
-  if (!shared_ || closed_ || pending_.empty()) return;
+  if (!shared_ || closed_ || pending_ == 0) return;
   if (!wants_shared_) {
     wants_shared_ = true;
     shared_->want();
@@ -61,7 +122,7 @@ void cq_dispatcher::watch_all() {
 }
 
 void cq_dispatcher::settle() noexcept {
-  if (!wants_shared_ || (!closed_ && !pending_.empty())) return;
+  if (!wants_shared_ || (!closed_ && !pending_ == 0)) return;
   wants_shared_ = false;
   shared_->unwant();
 }
@@ -69,21 +130,34 @@ void cq_dispatcher::settle() noexcept {
 void cq_dispatcher::on_shared_event() {
   fired_ = false;
   if (closed_) return;
+  // The shared channel may run on another executor (a strand per connection
+  // on one completion channel): handlers must run on this one.
+  if (shared_ && !(shared_->ex == ex_)) {
+    asio::post(ex_, [self = shared_from_this()] { self->drain_shared(); });
+    return;
+  }
+  drain_shared();
+}
+
+void cq_dispatcher::drain_shared() {
+  if (closed_) return;
   drain_cqs();
+  if (closed_) return;
   if (unarmed_) fail_pending();
   settle();
 }
 
 void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
   if (closed_) return;
-  const auto before = pending_.size();
+  const auto before = pending_;
   drain_cqs();
-  if (pending_.empty()) {
+  if (closed_) return;
+  if (pending_ == 0) {
     busy_polling_ = false;
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (pending_.size() < before) since = now;  // progress: the budget starts again
+  if (pending_ < before) since = now;  // progress: the budget starts again
   if (now - since < busy_budget_) {
     // Other handlers of the loop run between two polls.
     asio::post(ex_, [self = shared_from_this(), since] { self->busy_poll(since); });
@@ -94,7 +168,7 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
 }
 
 void cq_dispatcher::watch(channel& ch) {
-  if (closed_ || ch.waiting || pending_.empty()) return;
+  if (closed_ || ch.waiting || pending_ == 0) return;
   ch.waiting = true;
   when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native),
                 [self = shared_from_this(), &ch](const std::error_code& ec) {
@@ -128,6 +202,7 @@ void cq_dispatcher::on_readable(channel& ch) {
     }
   }
   drain_cqs();
+  if (closed_) return;
   if (unarmed_) {
     fail_pending();
     return;
@@ -136,8 +211,16 @@ void cq_dispatcher::on_readable(channel& ch) {
 }
 
 void cq_dispatcher::fail_pending() noexcept {
-  auto pending = std::exchange(pending_, {});
-  for (auto& [id, w] : pending) w->on_closed();
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
+    if (s.op == nullptr) continue;
+    auto* op = take((static_cast<std::uint64_t>(s.generation) << 32U) | i);
+    try {
+      fail(op, aborted());
+    } catch (...) {
+      op->destroy();  // no memory to post it: dropped, as the loop's end would
+    }
+  }
   settle();
 }
 
@@ -152,7 +235,12 @@ void cq_dispatcher::drain_cqs() {
         ARPMA_LOG_FAILURE("poll cq", got.error());
         break;
       }
-      for (std::size_t i = 0; i < got.value(); ++i) dispatch(batch[i]);
+      for (std::size_t i = 0; i < got.value(); ++i) {
+        dispatch(batch[i]);
+        // A handler closed the connection: its CQs are gone, and what the
+        // batch still holds was completed as aborted.
+        if (closed_) return;
+      }
       if (got.value() < batch.size()) break;
     }
   }
@@ -160,39 +248,43 @@ void cq_dispatcher::drain_cqs() {
 }
 
 void cq_dispatcher::dispatch(const provider::work_completion& wc) {
-  const auto it = pending_.find(wc.wr_id);
-  if (it == pending_.end()) {
+  auto* op = take(wc.wr_id);
+  if (op == nullptr) {
     ARPMA_LOG(log_level::debug, "completion for wr_id %llu without owner",
               static_cast<unsigned long long>(wc.wr_id));
     return;
   }
-  auto waiter = std::move(it->second);
-  pending_.erase(it);
-  waiter->on_wc(wc);
+  if (op->cancelled()) return op->complete(ex_, to_completion_error(aborted()), completion{});
+  if (wc.status != provider::wc_status::success)
+    return op->complete(ex_, to_completion_error(status_error(wc.status)), to_completion(wc));
+  op->complete(ex_, error_code(), to_completion(wc));
 }
 
 void cq_dispatcher::close() noexcept {
   if (closed_) return;
   closed_ = true;
+  release_fds();
+  settle();
+  fail_pending();
+}
+
+void cq_dispatcher::abandon() noexcept {
+  closed_ = true;
+  release_fds();
+  settle();
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
+    if (s.op == nullptr) continue;
+    take((static_cast<std::uint64_t>(s.generation) << 32U) | i)->destroy();  // uncalled
+  }
+}
+
+void cq_dispatcher::release_fds() noexcept {
   for (auto& ch : channels_)
     if (ch->fd) {
       ch->fd->release();  // the provider owns the fd
       ch->fd.reset();
     }
-  settle();
-  auto pending = std::exchange(pending_, {});
-  for (auto& [id, w] : pending) w->on_closed();
-}
-
-void cq_dispatcher::abandon() noexcept {
-  closed_ = true;
-  for (auto& ch : channels_)
-    if (ch->fd) {
-      ch->fd->release();
-      ch->fd.reset();
-    }
-  settle();
-  auto dropped = std::exchange(pending_, {});  // destroyed here, handlers uncalled
 }
 
 }  // namespace arpma::detail

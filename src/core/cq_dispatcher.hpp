@@ -4,6 +4,7 @@
 #pragma once
 
 #include "arpma/connection.hpp"
+#include "arpma/detail/wc_op.hpp"
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
 #include "core/comp_channel_state.hpp"
@@ -13,22 +14,14 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace arpma::detail {
 
-/// An operation waiting for its work completion.
-class wc_waiter {
- public:
-  virtual void on_wc(const provider::work_completion& wc) = 0;
-  /// The queue pair is gone: the provider holds no buffer of it any more.
-  virtual void on_closed() = 0;
-
- protected:
-  ~wc_waiter() = default;
-};
+/// Completes `op` with `ec` from `ex`'s queue (the system executor's when
+/// `ex` runs no operations); a loop destroyed first drops it uncalled.
+void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& ec);
 
 /// Lesson 9 and 10 of lessons.md: on each wake-up, read every pending channel
 /// event (until EAGAIN), acknowledge them, re-arm, and only then drain the
@@ -40,6 +33,14 @@ class wc_waiter {
 /// the dispatcher watches no fd of its own: it tells the channel while it
 /// has operations pending, and the channel calls on_shared_event when one
 /// of its CQs fired (event taken, acknowledged, CQ re-armed).
+///
+/// Pending operations live in a slot table: a work request's wr_id is its
+/// slot and the slot's generation, so a completion finds its operation
+/// without a map, and a stale or foreign wr_id finds nothing. The table
+/// grows to the most operations ever pending at once and is then reused.
+/// Completions run their handlers from inside the drain, on the
+/// dispatcher's executor (one executor hop at most, as Asio's reactor
+/// does); a handler may start operations, close or destroy the connection.
 class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
                             public loop_shutdown_listener {
  public:
@@ -53,11 +54,13 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   ~cq_dispatcher();
 
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
-  /// A fresh wr_id for `w`, which the dispatcher keeps alive until its
-  /// completion (or close, or the loop's end).
-  std::uint64_t add(std::shared_ptr<wc_waiter> w);
-  /// Forgets `wr_id` (the post failed).
-  void remove(std::uint64_t wr_id) noexcept;
+  /// A fresh wr_id for `op`, which the dispatcher owns until its completion
+  /// (or close, or the loop's end).
+  std::uint64_t add(wc_op* op);
+  /// Gives `wr_id`'s operation back (its post failed).
+  wc_op* remove(std::uint64_t wr_id) noexcept;
+  /// Completes `op` (not pending) with `ec` from the executor's queue.
+  void fail(wc_op* op, const std::error_code& ec);
   /// After a post: make sure someone looks for its completion.
   void kick();
   void set_busy_poll(std::chrono::microseconds budget) noexcept { busy_budget_ = budget; }
@@ -86,18 +89,31 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   /// Tells the shared channel whether this dispatcher still waits.
   void settle() noexcept;
   void on_readable(channel& ch);
+  /// Drains on the executor: at once when the caller runs there.
+  void drain_shared();
   void drain_cqs();
   void busy_poll(std::chrono::steady_clock::time_point since);
   void dispatch(const provider::work_completion& wc);
-  /// Completes every waiting operation as closed (on_closed).
+  /// Completes every waiting operation with operation_aborted, each from
+  /// the executor's queue (never inside the call that closed them).
   void fail_pending() noexcept;
+  wc_op* take(std::uint64_t wr_id) noexcept;
+  void release_fds() noexcept;
+
+  struct slot {
+    wc_op* op = nullptr;
+    std::uint32_t generation = 0;
+    std::uint32_t next_free = 0;
+  };
 
   provider::provider& prov_;
   std::vector<provider::cq*> cqs_;
   asio::any_io_executor ex_;
   std::vector<std::unique_ptr<channel>> channels_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<wc_waiter>> pending_;
-  std::uint64_t next_id_ = 1;
+  std::vector<slot> slots_;
+  static constexpr std::uint32_t no_slot = 0xffffffffU;
+  std::uint32_t free_ = no_slot;
+  std::size_t pending_ = 0;
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;
   bool closed_ = false;

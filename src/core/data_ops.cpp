@@ -5,28 +5,11 @@
 #include "arpma/error.hpp"
 #include "core/conn_state.hpp"
 #include "core/cq_dispatcher.hpp"
-#include "core/parked_op.hpp"
 #include "core/post.hpp"
 #include "core/srq_state.hpp"
 
 namespace arpma {
 namespace detail {
-namespace {
-
-std::error_code status_error(provider::wc_status status) {
-  return make_error_code(static_cast<wc_errc>(static_cast<int>(status)));
-}
-
-completion to_completion(const provider::work_completion& wc) {
-  completion out;
-  out.byte_len = wc.byte_len;
-  out.opcode = static_cast<wc_opcode>(static_cast<int>(wc.opcode));
-  if (wc.with_imm) out.imm = wc.imm_data;
-  out.qp_num = wc.qp_num;
-  return out;
-}
-
-}  // namespace
 
 std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id, bool signaled) {
   const post_options opts{signaled, wr_id};
@@ -62,68 +45,50 @@ std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id, boo
 
 namespace {
 
-// Posted once; completes from its work completion. A cancellation only
-// marks it: the buffer is the provider's until the completion comes back.
-class data_op_wait final : public parked_op<data_op_wait, completion>, public wc_waiter {
- public:
-  data_op_wait(asio::any_io_executor ex, handler_type handler)
-      : parked_op(std::move(ex), std::move(handler)) {}
+// Registered first, so the work request carries its wr_id; taken back and
+// failed from the queue if the post fails.
+template <class Post>
+void start_wc_op(cq_dispatcher& dispatcher, wc_op* op, const Post& post_as) {
+  const auto wr_id = dispatcher.add(op);
+  if (auto ec = post_as(wr_id)) return dispatcher.fail(dispatcher.remove(wr_id), ec);
+  dispatcher.kick();
+}
 
-  /// Posts with `post_as(wr_id)`, the wr_id being the dispatcher's for this.
-  template <class Post>
-  void start(cq_dispatcher& dispatcher, const Post& post_as) {
-    // Kept alive by the dispatcher, not by a timer (see cq_dispatcher::abandon).
-    park(asio::cancellation_type::terminal | asio::cancellation_type::partial, false);
-    const auto wr_id = dispatcher.add(shared_from_this());
-    if (auto ec = post_as(wr_id)) {
-      dispatcher.remove(wr_id);
-      return complete(ec, completion{});
-    }
-    dispatcher.kick();
-  }
-
-  void on_wc(const provider::work_completion& wc) override {
-    if (cancelled_) return complete(aborted(), completion{});
-    if (wc.status != provider::wc_status::success)
-      return complete(status_error(wc.status), to_completion(wc));
-    complete({}, to_completion(wc));
-  }
-  void on_closed() override { complete(aborted(), completion{}); }
-  void cancelled() { cancelled_ = true; }
-
- private:
-  bool cancelled_ = false;
-};
+const asio::any_io_executor& no_executor() noexcept {
+  static const asio::any_io_executor none;
+  return none;
+}
 
 }  // namespace
 
-void start_data_op(conn_state* state, const data_op& op, completion_handler handler) {
-  if (state == nullptr || !state->attached || !state->has_qp) {
-    return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
-                        std::move(handler), make_error_code(errc::invalid_argument), completion{});
-  }
-  auto wait = std::make_shared<data_op_wait>(state->channel->executor(), std::move(handler));
-  wait->start(state->completions(wait->executor()),
+const asio::any_io_executor& executor_of(const conn_state* state) noexcept {
+  return state != nullptr && state->attached ? state->ex : no_executor();
+}
+
+void start_data_op(conn_state* state, const data_op& op, wc_op* pending) {
+  if (state == nullptr || !state->attached || !state->has_qp)
+    return fail_op(executor_of(state), pending, make_error_code(errc::invalid_argument));
+  start_wc_op(state->completions(), pending,
               [&](std::uint64_t wr_id) { return post(*state, op, wr_id, true); });
 }
 
 void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
-                    std::size_t len, completion_handler handler) {
-  const auto loop = state != nullptr ? state->ex : asio::any_io_executor();
+                    std::size_t len, wc_op* pending) {
+  const auto& loop = state != nullptr ? state->ex : no_executor();
   if (state == nullptr || state->peer == nullptr || !state->ex || dst == nullptr)
-    return fail_on_loop(loop, std::move(handler), make_error_code(errc::invalid_argument),
-                        completion{});
+    return fail_op(loop, pending, make_error_code(errc::invalid_argument));
   // Without an RCQ of its own the receive completes on whichever
   // connection's CQ took it; only that connection's owner can poll it.
-  if (state->rcq.cq == nullptr)
-    return fail_on_loop(loop, std::move(handler), make_error_code(errc::not_supported),
-                        completion{});
-  auto wait = std::make_shared<data_op_wait>(state->ex, std::move(handler));
-  wait->start(state->completions(),
+  if (state->rcq.cq == nullptr) return fail_op(loop, pending, make_error_code(errc::not_supported));
+  start_wc_op(state->completions(), pending,
               [&](std::uint64_t wr_id) { return state->post_recv(dst, offset, len, wr_id); });
 }
 
-cq_dispatcher& conn_state::completions(const asio::any_io_executor& ex) {
+const asio::any_io_executor& srq_executor(const srq_state* state) noexcept {
+  return state != nullptr ? state->ex : no_executor();
+}
+
+cq_dispatcher& conn_state::completions() {
   if (!dispatcher) {
     dispatcher = std::make_shared<cq_dispatcher>(
         prov(), std::vector{shared_channel, cq.own_channel, rcq.own_channel},
@@ -181,7 +146,7 @@ std::error_code connection::post_recv(const local_mr& dst, std::size_t offset, s
 
 void connection::set_busy_poll(std::chrono::microseconds budget) noexcept {
   if (!state_ || !state_->attached) return;
-  state_->completions(state_->channel->executor()).set_busy_poll(budget);
+  state_->completions().set_busy_poll(budget);
 }
 
 }  // namespace arpma
