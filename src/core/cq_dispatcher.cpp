@@ -101,7 +101,8 @@ void cq_dispatcher::kick() {
     asio::post(ex_, [self = shared_from_this()] { self->fail_pending(); });
     return;
   }
-  if (busy_budget_.count() > 0 && !busy_polling_) {
+  if (busy_polling_) return;  // the poll under way finds it; no fd to watch meanwhile
+  if (busy_budget_.count() > 0) {
     busy_polling_ = true;
     asio::post(ex_, [self = shared_from_this(), now = std::chrono::steady_clock::now()] {
       self->busy_poll(now);
@@ -148,18 +149,26 @@ void cq_dispatcher::drain_shared() {
 }
 
 void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
-  if (closed_) return;
-  const auto before = pending_;
-  drain_cqs();
-  if (closed_) return;
-  if (pending_ == 0) {
-    busy_polling_ = false;
-    return;
+  // Completions already in the CQ are served at once, a bounded number of
+  // rounds (a handler that posts again finds its completion there on a fast
+  // device); only a poll that finds nothing goes back to the queue, behind
+  // the loop's other handlers.
+  constexpr int rounds = 16;
+  for (int round = 0; round < rounds; ++round) {
+    if (closed_) return;
+    const auto before = dispatched_;
+    drain_cqs();
+    if (closed_) return;
+    if (pending_ == 0) {
+      busy_polling_ = false;
+      return;
+    }
+    if (dispatched_ == before) break;
+    since = {};  // progress: the budget starts again
   }
   const auto now = std::chrono::steady_clock::now();
-  if (pending_ < before) since = now;  // progress: the budget starts again
+  if (since == std::chrono::steady_clock::time_point{}) since = now;
   if (now - since < busy_budget_) {
-    // Other handlers of the loop run between two polls.
     asio::post(ex_, [self = shared_from_this(), since] { self->busy_poll(since); });
     return;
   }
@@ -249,6 +258,7 @@ void cq_dispatcher::drain_cqs() {
 
 void cq_dispatcher::dispatch(const provider::work_completion& wc) {
   auto* op = take(wc.wr_id);
+  ++dispatched_;
   if (op == nullptr) {
     ARPMA_LOG(log_level::debug, "completion for wr_id %llu without owner",
               static_cast<unsigned long long>(wc.wr_id));

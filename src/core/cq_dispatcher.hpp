@@ -114,6 +114,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   static constexpr std::uint32_t no_slot = 0xffffffffU;
   std::uint32_t free_ = no_slot;
   std::size_t pending_ = 0;
+  std::uint64_t dispatched_ = 0;  ///< completions taken: busy polling's progress
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;
   bool closed_ = false;

@@ -593,12 +593,12 @@ void drive_links(soft_cq& cq) {
   for (const auto& weak : users) {
     const std::shared_ptr<soft_qp> qp = weak.lock();
     if (!qp) continue;
-    std::function<void()> progress;
+    std::shared_ptr<const std::function<void()>> progress;
     {
       const std::lock_guard lock(qp->mutex);
       if (qp->state == qp_state::ready) progress = qp->link.progress;
     }
-    if (progress) progress();
+    if (progress && *progress) (*progress)();
   }
   users.clear();
 }

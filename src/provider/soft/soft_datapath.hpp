@@ -80,7 +80,9 @@ struct link_ops {
   /// the link, in order with every frame written before.
   std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> send;
   /// Moves the link's received frames on the calling thread (a CQ poll).
-  std::function<void()> progress;
+  /// Shared, so a poll takes it from under the QP's lock without copying
+  /// the function (a copy of its captures allocates, once per empty poll).
+  std::shared_ptr<const std::function<void()>> progress;
   /// READ responses of this QP the link holds, not yet all written.
   std::function<std::size_t()> queued_reads;
   /// Whether the provider's budget for queued READ responses is spent.

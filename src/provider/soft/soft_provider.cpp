@@ -697,9 +697,9 @@ void qp_ready_locked(const id_ptr& id) {
   const std::weak_ptr<soft_id> weak(id);
   soft_dp::link_ops ops;
   ops.send = link_of(id);
-  ops.progress = [weak] {
+  ops.progress = std::make_shared<const std::function<void()>>([weak] {
     if (const id_ptr alive = weak.lock()) pump_from_application(alive);
-  };
+  });
   ops.queued_reads = [weak]() -> std::size_t {
     const id_ptr alive = weak.lock();
     return alive ? queued_reads(alive) : 0;
