@@ -11,7 +11,7 @@
 //   callback_busy  a handler that starts the next write, with an associated
 //   callback_fd    allocator (one block it reuses), busy-poll / fd mode
 //
-// on two providers: `instant` (bench/support/instant_provider.hpp: every work
+// on two providers: `instant` (test/support/instant_provider.hpp: every work
 // request completes into its CQ at once, in memory, so only arpma's own cost
 // is left) and `soft` over loopback (a C-API server thread accepts). Every
 // case reports ns per operation, the ratio to raw_post_poll on the same
@@ -75,10 +75,10 @@ void check(const std::error_code& ec, const char* what) {
 class allocation_meter {
  public:
   allocation_meter()
-      : mine_(arpma::bench::thread_allocations()), all_(arpma::bench::all_allocations()) {}
+      : mine_(arpma::test::thread_allocations()), all_(arpma::test::all_allocations()) {}
   void report(benchmark::State& state) const {
-    const auto mine = arpma::bench::thread_allocations() - mine_;
-    const auto others = arpma::bench::all_allocations() - all_ - mine;
+    const auto mine = arpma::test::thread_allocations() - mine_;
+    const auto others = arpma::test::all_allocations() - all_ - mine;
     const auto ops = static_cast<double>(state.iterations());
     state.counters["allocs_app"] = static_cast<double>(mine) / ops;
     state.counters["allocs_other"] = static_cast<double>(others) / ops;
@@ -147,7 +147,7 @@ void register_regions(world& w, const arpma::mr_descriptor& target) {
 
 std::unique_ptr<world> instant;
 std::unique_ptr<world> soft;
-std::unique_ptr<arpma::bench::instant_provider> instant_prov;
+std::unique_ptr<arpma::test::instant_provider> instant_prov;
 std::unique_ptr<arpma::provider::scoped_override> instant_override;
 
 // The soft provider's server: accepts the C and the C++ connection with its
@@ -216,7 +216,7 @@ void make_soft() {
 }
 
 void make_instant() {
-  instant_prov = std::make_unique<arpma::bench::instant_provider>();
+  instant_prov = std::make_unique<arpma::test::instant_provider>();
   instant_override = std::make_unique<arpma::provider::scoped_override>(*instant_prov);
   instant = std::make_unique<world>();
   instant->name = "instant";

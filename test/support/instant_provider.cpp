@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <vector>
 
-namespace arpma::bench {
+namespace arpma::test {
 
 using prov::as;
 using prov::handle;
@@ -176,4 +176,4 @@ result<prov::cq*> instant_provider::get_cq_event(prov::comp_channel* ch) {
 
 void instant_provider::ack_cq_events(prov::cq*, unsigned) noexcept {}
 
-}  // namespace arpma::bench
+}  // namespace arpma::test

@@ -1,4 +1,4 @@
-// A provider for benchmarks only: connection management is the fake
+// A provider for benchmarks and allocation tests only: connection management is the fake
 // provider's (scripted, in memory), and every work request completes into its
 // CQ at once, in memory, with the completion channel's eventfd signalled as
 // verbs signals an armed CQ. What it costs is a few stores and, for an armed
@@ -15,7 +15,7 @@
 #include <memory>
 #include <unordered_map>
 
-namespace arpma::bench {
+namespace arpma::test {
 
 namespace prov = ::arpma::provider;
 
@@ -24,7 +24,7 @@ class instant_provider final : public prov::provider {
   instant_provider() = default;
   ~instant_provider() override;
 
-  [[nodiscard]] test::fake_provider& cm() noexcept { return fake_; }
+  [[nodiscard]] fake_provider& cm() noexcept { return fake_; }
   /// Write(2)s to completion channels so far (signalled, armed CQs).
   [[nodiscard]] std::uint64_t signals() const noexcept { return signals_; }
 
@@ -104,11 +104,11 @@ class instant_provider final : public prov::provider {
   };
   void complete(cq_obj& cq, const prov::work_completion& wc);
 
-  test::fake_provider fake_;
+  fake_provider fake_;
   std::unordered_map<const prov::cm_id*, qp_obj> qps_;
   std::uint32_t next_qp_ = 100;
   std::uint32_t next_key_ = 1;
   std::uint64_t signals_ = 0;
 };
 
-}  // namespace arpma::bench
+}  // namespace arpma::test

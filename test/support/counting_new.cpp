@@ -52,7 +52,7 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 // NOLINTEND(cppcoreguidelines-no-malloc)
 
-std::uint64_t arpma::bench::thread_allocations() noexcept { return thread_count; }
-std::uint64_t arpma::bench::all_allocations() noexcept {
+std::uint64_t arpma::test::thread_allocations() noexcept { return thread_count; }
+std::uint64_t arpma::test::all_allocations() noexcept {
   return all_count.load(std::memory_order_relaxed);
 }

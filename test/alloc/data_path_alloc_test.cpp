@@ -1,0 +1,203 @@
+// Zero heap allocations per data-path operation on the application's thread
+// once warm (issue 15): co_await async_write, a callback loop whose handler
+// has an associated allocator, and rpma_write + rpma_cq_get_wc, on the
+// instant provider (every work request completes at once, so only arpma's
+// own code runs). Allocations are counted by a replaced global operator new.
+#include "support/counting_new.hpp"
+
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/peer.hpp"
+#include "support/instant_provider.hpp"
+
+#include <librpma.h>
+
+#include <gtest/gtest.h>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr int warm = 200;
+constexpr int counted = 2000;
+constexpr std::size_t message = 64;
+
+class data_path_alloc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = arpma::peer::create(prov.cm().device());
+    ASSERT_TRUE(p);
+    peer.emplace(std::move(p).value());
+    auto m = arpma::local_mr::reg(*peer, memory.data(), memory.size(),
+                                  arpma::mr_usage::write_src | arpma::mr_usage::write_dst);
+    ASSERT_TRUE(m);
+    mr.emplace(std::move(m).value());
+    remote.emplace(arpma::remote_mr::from_descriptor(mr->descriptor()).value());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto req = co_await arpma::async_conn_req_new(*peer, "192.0.2.1", "7204", {},
+                                                        asio::use_awaitable);
+          conn = co_await req.async_connect({}, asio::use_awaitable);
+        },
+        asio::detached);
+    io.run();
+    io.restart();
+    ASSERT_TRUE(conn);
+  }
+  void TearDown() override {
+    (void)conn.close();
+    mr.reset();
+    peer.reset();
+  }
+
+  // Allocations the application's thread made during `counted` operations
+  // of `loop`, after `warm` of them.
+  template <class Loop>
+  std::uint64_t allocations_of(Loop loop) {
+    std::optional<std::uint64_t> before;
+    std::uint64_t after = 0;
+    loop([&](int i) {
+      if (i == warm) before = arpma::test::thread_allocations();
+      if (i == warm + counted) after = arpma::test::thread_allocations();
+    });
+    EXPECT_TRUE(before.has_value());
+    return after - before.value_or(after);
+  }
+
+  void coawait(bool busy) {
+    conn.set_busy_poll(std::chrono::microseconds(busy ? 1000 : 0));
+    int done = 0;
+    const auto allocs = allocations_of([&](auto mark) {
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            for (int i = 0; i <= warm + counted; ++i) {
+              mark(i);
+              co_await conn.async_write(*remote, 0, *mr, 0, message, asio::use_awaitable);
+              ++done;
+            }
+          },
+          asio::detached);
+      io.run();
+      io.restart();
+    });
+    EXPECT_EQ(done, warm + counted + 1);
+    EXPECT_EQ(allocs, 0U);
+  }
+
+  arpma::test::instant_provider prov;
+  arpma::provider::scoped_override use{prov};
+  asio::io_context io;
+  std::optional<arpma::peer> peer;
+  std::vector<char> memory = std::vector<char>(4096);
+  std::optional<arpma::local_mr> mr;
+  std::optional<arpma::remote_mr> remote;
+  arpma::connection conn;
+};
+
+TEST_F(data_path_alloc, co_await_async_write_busy_poll_allocates_nothing) { coawait(true); }
+
+TEST_F(data_path_alloc, co_await_async_write_fd_mode_allocates_nothing) { coawait(false); }
+
+// A handler's associated allocator gives the operation its storage: one block, reused.
+struct one_block {
+  alignas(std::max_align_t) unsigned char bytes[512];
+  bool used = false;
+  int taken = 0;
+};
+template <class T>
+struct block_allocator {
+  using value_type = T;
+  one_block* b;
+  explicit block_allocator(one_block* from) noexcept : b(from) {}
+  template <class U>
+  explicit block_allocator(const block_allocator<U>& o) noexcept : b(o.b) {}
+  T* allocate(std::size_t n) {
+    if (b->used || n * sizeof(T) > sizeof b->bytes) return std::allocator<T>().allocate(n);
+    b->used = true;
+    ++b->taken;
+    return reinterpret_cast<T*>(b->bytes);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (reinterpret_cast<unsigned char*>(p) == b->bytes) {
+      b->used = false;
+      return;
+    }
+    std::allocator<T>().deallocate(p, n);
+  }
+  bool operator==(const block_allocator& o) const noexcept { return b == o.b; }
+};
+
+TEST_F(data_path_alloc, callbacks_take_their_storage_from_the_handlers_allocator) {
+  one_block block;
+  int i = 0;
+  std::optional<std::uint64_t> before;
+  std::uint64_t after = 0;
+  std::function<void()> start = [&] {
+    if (i == warm) before = arpma::test::thread_allocations();
+    if (i == warm + counted) {
+      after = arpma::test::thread_allocations();
+      return;
+    }
+    ++i;
+    conn.async_write(*remote, 0, *mr, 0, message,
+                     asio::bind_allocator(block_allocator<void>(&block),
+                                          [&](arpma::error_code ec, arpma::completion) {
+                                            EXPECT_FALSE(ec) << ec.message();
+                                            start();
+                                          }));
+  };
+  start();
+  io.run();
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(after - *before, 0U);
+  EXPECT_EQ(block.taken, warm + counted);  // every operation lived in the handler's block
+}
+
+TEST_F(data_path_alloc, rpma_write_and_rpma_cq_get_wc_allocate_nothing) {
+  ibv_context* dev = nullptr;
+  ASSERT_EQ(rpma_utils_get_ibv_context("192.0.2.1", RPMA_UTIL_IBV_CONTEXT_REMOTE, &dev), 0);
+  rpma_peer* cpeer = nullptr;
+  ASSERT_EQ(rpma_peer_new(dev, &cpeer), 0);
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_conn_req_new(cpeer, "192.0.2.1", "7204", nullptr, &req), 0);
+  rpma_conn* cconn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &cconn), 0);
+  rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+  ASSERT_EQ(rpma_conn_next_event(cconn, &ev), 0);
+  rpma_mr_local* cmr = nullptr;
+  ASSERT_EQ(rpma_mr_reg(cpeer, memory.data(), memory.size(), RPMA_MR_USAGE_WRITE_SRC, &cmr), 0);
+  rpma_mr_remote* cremote = nullptr;
+  const auto desc = mr->descriptor();
+  ASSERT_EQ(rpma_mr_remote_from_descriptor(desc.data(), desc.size(), &cremote), 0);
+  rpma_cq* cq = nullptr;
+  ASSERT_EQ(rpma_conn_get_cq(cconn, &cq), 0);
+  std::uint64_t before = 0;
+  for (int i = 0; i < warm + counted; ++i) {
+    if (i == warm) before = arpma::test::thread_allocations();
+    ASSERT_EQ(rpma_write(cconn, cremote, 0, cmr, 0, message, RPMA_F_COMPLETION_ALWAYS, nullptr), 0);
+    ibv_wc wc{};
+    ASSERT_EQ(rpma_cq_get_wc(cq, 1, &wc, nullptr), 0);
+    ASSERT_EQ(wc.status, IBV_WC_SUCCESS);
+  }
+  EXPECT_EQ(arpma::test::thread_allocations() - before, 0U);
+  EXPECT_EQ(rpma_mr_remote_delete(&cremote), 0);
+  EXPECT_EQ(rpma_mr_dereg(&cmr), 0);
+  EXPECT_EQ(rpma_conn_disconnect(cconn), 0);
+  EXPECT_EQ(rpma_conn_next_event(cconn, &ev), 0);
+  EXPECT_EQ(rpma_conn_delete(&cconn), 0);
+  EXPECT_EQ(rpma_peer_delete(&cpeer), 0);
+}
+
+}  // namespace

@@ -1,0 +1,176 @@
+// A connection's executor (issue 15): handlers run on their associated
+// executor with work counted there, and a strand per connection serializes
+// that connection's data path on an io_context run by several threads.
+// Soft provider on loopback (the verbs provider in the Soft-RoCE guest).
+#include "arpma/connection.hpp"
+
+#include "arpma/endpoint.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/peer.hpp"
+#include "support/connected_pair.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr std::size_t slot = 64;
+
+class executor_integration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dev = arpma::get_ibv_context(arpma::test::test_addr(), arpma::ibv_context_type::local);
+    ASSERT_TRUE(dev) << dev.error().message();
+    peer.emplace(arpma::peer::create(dev.value()).value());
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, arpma::test::test_addr(), "0");
+    ASSERT_TRUE(ep) << ep.error().message();
+    endpoint = std::move(ep).value();
+  }
+
+  asio::io_context io;
+  std::optional<arpma::peer> peer;
+  arpma::endpoint endpoint;
+};
+
+TEST_F(executor_integration, a_connection_has_the_executor_it_was_connected_on) {
+  auto pair = arpma::test::connect_pair(io, *peer, endpoint, {}, {});
+  ASSERT_TRUE(pair.client && pair.server);
+  EXPECT_TRUE(pair.client.get_executor() == arpma::connection::executor_type(io.get_executor()));
+  EXPECT_FALSE(static_cast<bool>(arpma::connection().get_executor()));
+}
+
+TEST_F(executor_integration, a_handler_runs_on_its_own_executor_which_counts_the_work) {
+  auto pair = arpma::test::connect_pair(io, *peer, endpoint, {}, {});
+  ASSERT_TRUE(pair.client && pair.server);
+  std::vector<char> theirs(slot);
+  std::vector<char> mine(slot, 'w');
+  auto dst = arpma::local_mr::reg(*peer, theirs.data(), slot, arpma::mr_usage::write_dst).value();
+  auto src = arpma::local_mr::reg(*peer, mine.data(), slot, arpma::mr_usage::write_src).value();
+  const auto remote = arpma::remote_mr::from_descriptor(dst.descriptor()).value();
+
+  // `other` has no work but the handler: its run() returns only after it ran.
+  asio::io_context other;
+  std::atomic<bool> ran{false};
+  std::atomic<bool> on_other{false};
+  std::atomic<bool> ran_before_run_returned{false};
+  pair.client.async_write(remote, 0, src, 0, slot,
+                          asio::bind_executor(other, [&](arpma::error_code ec, arpma::completion) {
+                            EXPECT_FALSE(ec) << ec.message();
+                            on_other = other.get_executor().running_in_this_thread();
+                            ran = true;
+                          }));
+  std::thread runner([&] {
+    other.run();
+    ran_before_run_returned = ran.load();
+  });
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return ran.load(); }));
+  runner.join();
+  EXPECT_TRUE(on_other);
+  EXPECT_TRUE(ran_before_run_returned);
+  EXPECT_EQ(theirs, mine);
+}
+
+// 4 threads run one io_context; each connection's operations and handlers
+// are serialized by its own strand. Set up and torn down on one thread (the
+// cm path's executor rule is issue 15's next step); the data path runs on all four.
+TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
+  constexpr int connections = 16;
+  constexpr int rounds = 50;
+  struct conn_under_test {
+    std::optional<asio::strand<asio::io_context::executor_type>> strand;
+    arpma::test::connected_pair pair;
+    std::vector<char> theirs = std::vector<char>(slot);
+    std::vector<char> mine = std::vector<char>(slot);
+    std::optional<arpma::local_mr> dst;
+    std::optional<arpma::local_mr> src;
+    std::optional<arpma::remote_mr> remote;
+    int done = 0;
+    bool off_strand = false;
+  };
+  std::vector<std::unique_ptr<conn_under_test>> conns;
+  for (int i = 0; i < connections; ++i) {
+    auto c = std::make_unique<conn_under_test>();
+    c->strand.emplace(asio::make_strand(io));
+    bool connected = false;
+    bool accepted = false;
+    endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req in) {
+      ASSERT_FALSE(ec) << ec.message();
+      auto kept = std::make_shared<arpma::conn_req>(std::move(in));
+      kept->async_connect({}, [&, kept](std::error_code ec2, arpma::connection s) {
+        EXPECT_FALSE(ec2);
+        c->pair.server = std::move(s);
+        accepted = true;
+      });
+    });
+    arpma::async_conn_req_new(
+        io.get_executor(), *peer, arpma::test::test_addr(), std::to_string(endpoint.port()), {},
+        [&](std::error_code ec, arpma::conn_req req) {
+          ASSERT_FALSE(ec) << ec.message();
+          auto kept = std::make_shared<arpma::conn_req>(std::move(req));
+          kept->async_connect({}, asio::bind_executor(*c->strand, [&, kept](std::error_code ec2,
+                                                                            arpma::connection cl) {
+                                EXPECT_FALSE(ec2);
+                                c->pair.client = std::move(cl);
+                                connected = true;
+                              }));
+        });
+    ASSERT_TRUE(arpma::test::run_until(io, [&] { return connected && accepted; }));
+    ASSERT_TRUE(c->pair.client.get_executor() == arpma::connection::executor_type(*c->strand));
+    c->dst.emplace(arpma::local_mr::reg(*peer, c->theirs.data(), slot,
+                                        arpma::mr_usage::write_dst | arpma::mr_usage::read_src)
+                       .value());
+    c->src.emplace(arpma::local_mr::reg(*peer, c->mine.data(), slot,
+                                        arpma::mr_usage::write_src | arpma::mr_usage::read_dst)
+                       .value());
+    c->remote.emplace(arpma::remote_mr::from_descriptor(c->dst->descriptor()).value());
+    conns.push_back(std::move(c));
+  }
+  std::atomic<int> finished{0};
+  for (auto& c : conns) {
+    // A write then a read back, `rounds` times; every handler checks its strand.
+    auto step = std::make_shared<std::function<void(int)>>();
+    *step = [&, raw = c.get(), step](int i) {
+      if (i == rounds) {
+        ++finished;
+        return;
+      }
+      raw->mine[0] = static_cast<char>(i);
+      raw->pair.client.async_write(
+          *raw->remote, 0, *raw->src, 0, slot, [&, raw, step, i](arpma::error_code ec, auto) {
+            if (ec || !raw->strand->running_in_this_thread()) raw->off_strand = true;
+            raw->pair.client.async_read(*raw->src, 0, *raw->remote, 0, slot,
+                                        [&, raw, step, i](arpma::error_code ec2, auto) {
+                                          if (ec2 || !raw->strand->running_in_this_thread())
+                                            raw->off_strand = true;
+                                          ++raw->done;
+                                          (*step)(i + 1);
+                                        });
+          });
+    };
+    asio::post(*c->strand, [step] { (*step)(0); });
+  }
+  io.restart();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&] { io.run_for(std::chrono::seconds(30)); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(finished.load(), connections);
+  for (auto& c : conns) {
+    EXPECT_FALSE(c->off_strand);
+    EXPECT_EQ(c->done, rounds);
+    (void)c->pair.client.close();
+    (void)c->pair.server.close();
+  }
+}
+
+}  // namespace
