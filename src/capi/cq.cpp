@@ -4,6 +4,7 @@
 
 #include "capi/objects.hpp"
 #include "core/conn_state.hpp"
+#include "core/cq_events.hpp"
 #include "core/log_internal.hpp"
 #include "core/poll_wc.hpp"
 #include "core/srq_state.hpp"
@@ -38,13 +39,7 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
   return out.queue->cq != nullptr;
 }
 
-int rearm(prov::provider& p, prov::cq* cq) {
-  if (const auto ec = p.req_notify_cq(cq, false)) {
-    ARPMA_LOG_FAILURE("re-arm cq", ec);
-    return RPMA_E_PROVIDER;
-  }
-  return 0;
-}
+int rearm_error(const std::error_code& ec) { return ec ? RPMA_E_PROVIDER : 0; }
 
 }  // namespace
 
@@ -56,8 +51,7 @@ int rpma_cq_wait(struct rpma_cq* cq) {
   if (parts.shared) return RPMA_E_SHARED_CHANNEL;
   auto fired = parts.provider->get_cq_event(parts.channel);
   if (!fired) return RPMA_E_NO_COMPLETION;
-  parts.provider->ack_cq_events(fired.value(), 1);
-  return rearm(*parts.provider, parts.queue->cq);
+  return rearm_error(arpma::detail::acknowledge_and_rearm(*parts.provider, fired.value()));
 }
 
 int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* num_entries_got) {
@@ -94,8 +88,7 @@ int rpma_conn_wait(struct rpma_conn* conn, int /*flags*/, struct rpma_cq** cq, b
     which = &conn->rcq;
   else
     return RPMA_E_UNKNOWN;  // not acknowledged: it is not ours (as librpma)
-  p.ack_cq_events(fired.value(), 1);
-  if (const int rc = rearm(p, fired.value())) {
+  if (const int rc = rearm_error(arpma::detail::acknowledge_and_rearm(p, fired.value()))) {
     *cq = nullptr;
     return rc;
   }

@@ -2,6 +2,7 @@
 
 #include "arpma/error.hpp"
 #include "core/cq_dispatcher.hpp"
+#include "core/cq_events.hpp"
 #include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 
@@ -81,31 +82,22 @@ void comp_channel_state::watch() {
 void comp_channel_state::on_readable() {
   waiting_ = false;
   if (abandoned_ || native == nullptr) return;
-  auto& p = prov();
-  const int channel_fd = fd();
   fired_.clear();
-  // Read only what is there: a blocking fd must never block the loop.
-  while (readable(channel_fd)) {
-    auto event = p.get_cq_event(native);
-    if (!event) break;
-    provider::cq* cq = event.value();
-    const auto it = cqs_.find(cq);
-    // Not ours to acknowledge (the provider forgets a destroyed CQ's events).
-    if (it == cqs_.end()) continue;
-    p.ack_cq_events(cq, 1);
-    auto d = it->second.dispatcher.lock();
-    if (auto ec = p.req_notify_cq(cq, false)) {
-      ARPMA_LOG_FAILURE("re-arm cq", ec);
-      if (auto again = p.req_notify_cq(cq, false)) {
-        ARPMA_LOG_FAILURE("re-arm cq again; failing the operations waiting on it", again);
-        if (d)
-          d->mark_unarmed();
-        else
-          it->second.unarmed = true;
-      }
-    }
-    if (d && d->note_fired()) fired_.push_back(std::move(d));
-  }
+  take_ready_cq_events(
+      prov(), native,
+      // Not ours to acknowledge (the provider forgets a destroyed CQ's events).
+      [this](provider::cq* cq) { return cqs_.contains(cq); },
+      [this](provider::cq* cq, const std::error_code& rearm) {
+        auto& entry = cqs_.find(cq)->second;
+        auto d = entry.dispatcher.lock();
+        if (rearm) {
+          if (d)
+            d->mark_unarmed();
+          else
+            entry.unarmed = true;
+        }
+        if (d && d->note_fired()) fired_.push_back(std::move(d));
+      });
   // Drained after every event is taken and its CQ re-armed: what completes
   // from now on fires again. (Their operations' handlers are posted, so
   // nothing here re-enters this function.)

@@ -92,6 +92,8 @@ struct conn_state final : cm_event_sink {
   class cq_dispatcher& completions();
   void watch(const std::shared_ptr<conn_watcher>& w) { watchers_.add(w); }
   void unwatch(const conn_watcher* w) noexcept { watchers_.remove(w); }
+  /// Told, as every watcher, when the state is destroyed.
+  [[nodiscard]] watcher_list& waiters() noexcept { return watchers_; }
 
   /// The io_context of the C++ object, or an empty executor (C flavour).
   [[nodiscard]] asio::any_io_executor loop() const {

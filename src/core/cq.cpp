@@ -4,6 +4,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/srq.hpp"
 #include "core/conn_state.hpp"
+#include "core/cq_events.hpp"
 #include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
@@ -29,45 +30,62 @@ const cq_state* queue_of(const srq_state* srq) {
   return srq != nullptr && srq->peer && srq->rcq.cq != nullptr ? &srq->rcq : nullptr;
 }
 
-// Waits on the CQ's own channel fd; takes every event there, acknowledges
-// it and re-arms, then completes.
-class cq_wait final : public parked_op<cq_wait> {
+// Waits on the CQ's own channel fd; takes every event there (each
+// acknowledged, the CQ re-armed), then completes. Owned by its fd wait, no
+// timer; told by its connection (or SRQ) when the CQ goes (aborted), and by
+// the io_context's end, before the reactor goes, to let go of the fd: the
+// provider's, never closed here.
+class cq_wait final : public std::enable_shared_from_this<cq_wait>,
+                      public conn_watcher,
+                      public loop_shutdown_listener {
  public:
   cq_wait(asio::any_io_executor ex, wait_handler handler, provider::provider& prov,
           const cq_state& q)
-      : parked_op(std::move(ex), std::move(handler)), prov_(prov), queue_(q) {}
+      : ex_(std::move(ex)), handler_(std::move(handler)), prov_(prov), channel_(q.own_channel) {}
+  cq_wait(const cq_wait&) = delete;
+  cq_wait& operator=(const cq_wait&) = delete;
+  ~cq_wait() { release(); }
 
-  void start() {
-    constexpr auto any = asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                         asio::cancellation_type::total;
-    park(any);
-    when_readable(fd_, executor(), prov_.comp_channel_fd(queue_.own_channel),
+  void start(watcher_list& owner) {
+    owner.add(shared_from_this());
+    on_loop_shutdown(ex_, shared_from_this());
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected())
+      slot.assign([weak = weak_from_this(), ex = ex_](asio::cancellation_type) {
+        if (auto self = weak.lock()) asio::post(ex, [self] { self->end(aborted()); });
+      });
+    when_readable(fd_, ex_, prov_.comp_channel_fd(channel_),
                   [self = shared_from_this()](const std::error_code& ec) {
                     if (!ec) self->take();
                   });
   }
 
-  void cancelled() {
-    release();
-    complete(aborted());
+  void poke() override {}
+  void gone() override { end(aborted()); }  // the CQ goes: never touched again
+  void abandon() noexcept override {
+    abandoned_ = true;
+    release();  // the handler goes, uncalled, with the wait that owns this
   }
 
  private:
   void take() {
-    if (done()) return;
+    if (done_) return;
+    std::error_code rearm;
+    take_ready_cq_events(
+        prov_, channel_, [](provider::cq*) { return true; },
+        [&rearm](provider::cq*, const std::error_code& ec) {
+          if (ec) rearm = ec;
+        });
+    end(rearm);
+  }
+
+  void end(const std::error_code& ec) {
+    if (done_ || abandoned_) return;
+    done_ = true;
     release();
-    auto& p = prov_;
-    const int fd = p.comp_channel_fd(queue_.own_channel);
-    while (readable(fd)) {
-      auto fired = p.get_cq_event(queue_.own_channel);
-      if (!fired) break;
-      p.ack_cq_events(fired.value(), 1);
-    }
-    if (auto ec = p.req_notify_cq(queue_.cq, false)) {
-      ARPMA_LOG_FAILURE("re-arm cq", ec);
-      return complete(ec);
-    }
-    complete({});
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.clear();
+    post_completion(ex_, std::move(handler_), ec);
   }
 
   void release() noexcept {
@@ -76,9 +94,13 @@ class cq_wait final : public parked_op<cq_wait> {
     fd_.reset();
   }
 
+  asio::any_io_executor ex_;
+  wait_handler handler_;
   provider::provider& prov_;
-  const cq_state& queue_;
+  provider::comp_channel* channel_;
   std::optional<asio::posix::stream_descriptor> fd_;
+  bool done_ = false;
+  bool abandoned_ = false;
 };
 
 void to_ibv_wc(const provider::work_completion& wc, ibv_wc& o) noexcept {
@@ -122,7 +144,7 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
     const auto* q = queue_of(srq);
     if (q == nullptr || !srq->ex)
       return fail_on_loop(srq->ex, std::move(handler), make_error_code(errc::invalid_argument));
-    std::make_shared<cq_wait>(srq->ex, std::move(handler), srq->prov(), *q)->start();
+    std::make_shared<cq_wait>(srq->ex, std::move(handler), srq->prov(), *q)->start(srq->waiters);
     return;
   }
   const auto* q = queue_of(state, receive);
@@ -132,8 +154,8 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
   }
   if (state->shared_channel != nullptr || state->common_channel)
     return fail_on_loop(state->loop(), std::move(handler), make_error_code(errc::shared_channel));
-  std::make_shared<cq_wait>(state->channel->executor(), std::move(handler), state->prov(), *q)
-      ->start();
+  std::make_shared<cq_wait>(state->ex, std::move(handler), state->prov(), *q)
+      ->start(state->waiters());
 }
 
 }  // namespace detail

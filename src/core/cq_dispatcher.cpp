@@ -1,4 +1,5 @@
 #include "core/cq_dispatcher.hpp"
+#include "core/cq_events.hpp"
 #include "core/error_internal.hpp"
 #include "core/fd_ready.hpp"
 #include "core/log_internal.hpp"
@@ -192,24 +193,12 @@ void cq_dispatcher::watch(channel& ch) {
 void cq_dispatcher::on_readable(channel& ch) {
   ch.waiting = false;
   if (closed_) return;
-  auto& p = prov_;
   // Every pending event, each acknowledged and its CQ re-armed, then drain.
-  // Read only what is there: a blocking fd must never block the loop.
-  const int fd = p.comp_channel_fd(ch.native);
-  while (readable(fd)) {
-    auto fired = p.get_cq_event(ch.native);
-    if (!fired) break;
-    p.ack_cq_events(fired.value(), 1);
-    // An unarmed CQ never signals again: what waits on it would wait forever (found by fault
-    // injection). Once more, then the operations fail rather than hang.
-    if (auto ec = p.req_notify_cq(fired.value(), false)) {
-      ARPMA_LOG_FAILURE("re-arm cq", ec);
-      if (auto again = p.req_notify_cq(fired.value(), false)) {
-        ARPMA_LOG_FAILURE("re-arm cq again; failing the operations waiting on it", again);
-        unarmed_ = true;
-      }
-    }
-  }
+  take_ready_cq_events(
+      prov_, ch.native, [](provider::cq*) { return true; },
+      [this](provider::cq*, const std::error_code& rearm) {
+        if (rearm) unarmed_ = true;  // what waits on it fails rather than hangs
+      });
   drain_cqs();
   if (closed_) return;
   if (unarmed_) {

@@ -35,6 +35,7 @@ result<std::shared_ptr<srq_state>> srq_state::create(std::shared_ptr<peer_state>
 
 std::error_code srq_state::destroy() noexcept {
   if (!peer) return {};
+  waiters.gone_all();
   if (dispatcher) {
     // The RCQ goes: nothing posted through it can complete any more.
     dispatcher->close();

@@ -7,6 +7,7 @@
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
 #include "core/peer_state.hpp"
+#include "core/watchers.hpp"
 #include "provider/provider.hpp"
 
 #include <cstddef>
@@ -45,6 +46,8 @@ struct srq_state : std::enable_shared_from_this<srq_state> {
   std::shared_ptr<peer_state> peer;
   asio::any_io_executor ex;  ///< empty unless made with one (srq::create(ex, ...))
   std::shared_ptr<class cq_dispatcher> dispatcher;
+  /// Waits on the RCQ (cq::async_wait), told when it goes.
+  watcher_list waiters;
   provider::srq* srq = nullptr;
   cq_state rcq;  ///< no CQ when the SRQ has no RCQ
 };

@@ -7,11 +7,15 @@
 #include "arpma/endpoint.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "core/conn_state.hpp"
+#include "support/connected_pair.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+
+#include <fcntl.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -150,6 +154,45 @@ TEST_F(cq_integration, a_shared_channel_and_cancellation) {
   cancel.emit(asio::cancellation_type::total);
   run_until([&] { return outcome.has_value(); });
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
+}
+
+// Written before the fix: the wait held the CQ by reference and was nobody's
+// to end, so it stayed on a closed fd and run() never returned.
+TEST_F(cq_integration, a_wait_pending_when_its_connection_closes_ends_aborted) {
+  connect();
+  std::optional<std::error_code> outcome;
+  client.completion_queue().async_wait([&](std::error_code ec) { outcome = ec; });
+  io.restart();
+  io.run_for(10ms);
+  ASSERT_FALSE(outcome);
+  EXPECT_FALSE(client.close());
+  io.restart();
+  io.run_for(5s);
+  EXPECT_TRUE(io.stopped()) << "run() did not run out of work";
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(*outcome, std::errc::operation_canceled);
+}
+
+// Written before the fix: the io_context's end destroyed the wait's
+// descriptor, which closed the provider's fd behind its back.
+TEST_F(cq_integration, a_wait_pending_when_the_io_context_goes_leaves_the_fd_to_the_provider) {
+  auto loop = std::make_unique<asio::io_context>();
+  auto ep = arpma::endpoint::listen(loop->get_executor(), *peer, addr, "0");
+  ASSERT_TRUE(ep);
+  auto pair = arpma::test::connect_pair(*loop, *peer, ep.value(), {}, {});
+  ASSERT_TRUE(pair.client);
+  auto* st = pair.client.state();
+  const int fd = st->prov().comp_channel_fd(st->cq.own_channel);
+  ASSERT_GE(fd, 0);
+  bool called = false;
+  pair.client.completion_queue().async_wait([&](std::error_code) { called = true; });
+  loop->restart();
+  loop->run_for(10ms);
+  loop.reset();
+  EXPECT_FALSE(called) << "a destroyed loop calls no handler";
+  EXPECT_NE(::fcntl(fd, F_GETFD), -1) << "the provider's fd was closed";
+  EXPECT_FALSE(pair.client.close()) << "the provider could not destroy its channel";
+  EXPECT_FALSE(pair.server.close());
 }
 
 }  // namespace
