@@ -9,6 +9,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 
 #include <cstdint>
@@ -39,6 +40,45 @@ void start_conn_req_new(boost::asio::any_io_executor ex, std::shared_ptr<peer_st
                         conn_req_handler handler);
 void start_connect(boost::asio::any_io_executor ex, conn_req req,
                    std::vector<std::uint8_t> private_data, connection_handler handler);
+/// The executor of a request's state (empty for none or a C flavour one).
+[[nodiscard]] boost::asio::any_io_executor executor_of_request(const conn_state* state) noexcept;
+
+using conn_req_signature = void(error_code, conn_req);
+using connect_signature = void(error_code, connection);
+
+/// async_connect's initiation: runs on the handler's associated executor,
+/// or the request's own.
+struct initiate_connect {
+  boost::asio::any_io_executor ex;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return ex; }
+  // `Request` is conn_req, complete only where this is called.
+  template <class Handler, class Request>
+  void operator()(Handler&& handler, Request&& req, std::vector<std::uint8_t> pdata) const {
+    boost::asio::any_io_executor io = boost::asio::get_associated_executor(handler, ex);
+    connection_handler h(std::forward<Handler>(handler));
+    start_connect(std::move(io), std::forward<Request>(req), std::move(pdata), std::move(h));
+  }
+};
+
+/// async_conn_req_new's initiation on `ex`, or (`on_handlers`) on the
+/// handler's associated executor.
+struct initiate_conn_req_new {
+  boost::asio::any_io_executor ex;
+  bool on_handlers = false;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return ex; }
+  template <class Handler>
+  void operator()(Handler&& handler, std::shared_ptr<peer_state> peer, std::string addr,
+                  std::string port, const conn_cfg& cfg) const {
+    boost::asio::any_io_executor io =
+        on_handlers ? boost::asio::any_io_executor(boost::asio::get_associated_executor(handler))
+                    : ex;
+    conn_req_handler h(std::forward<Handler>(handler));
+    start_conn_req_new(std::move(io), std::move(peer), std::move(addr), std::move(port), cfg,
+                       channel_mode::shared, std::move(h));
+  }
+};
 }  // namespace detail
 
 /// A connection request: outgoing (a cm id with its address and route
@@ -48,6 +88,9 @@ void start_connect(boost::asio::any_io_executor ex, conn_req req,
 /// id), as rpma_conn_req_delete does — and rejects an incoming request.
 class conn_req {
  public:
+  using executor_type = boost::asio::any_io_executor;
+  using default_token = boost::asio::default_completion_token_t<executor_type>;
+
   conn_req() noexcept;
   explicit conn_req(std::unique_ptr<detail::conn_state> state) noexcept;
   conn_req(conn_req&&) noexcept;
@@ -56,6 +99,11 @@ class conn_req {
 
   /// False for a default-constructed or moved-from request.
   explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The loop the request was made (or received) on; empty for an empty
+  /// request or one of the blocking C flavour.
+  [[nodiscard]] executor_type get_executor() const noexcept {
+    return detail::executor_of_request(state_.get());
+  }
   /// The queue pair number (0 when empty).
   [[nodiscard]] std::uint32_t qp_num() const noexcept;
   /// True when the request has a separate receive CQ (cfg.rcq_size > 0).
@@ -87,16 +135,13 @@ class conn_req {
   /// (DISCONNECTED before ESTABLISHED) — all `== errc::provider`;
   /// errc::invalid_argument for an empty request; operation_aborted when
   /// cancelled (terminal or partial: the attempt is torn down).
-  template <class CompletionToken>
-  auto async_connect(std::span<const std::uint8_t> private_data, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(error_code, connection)>(
-        [](auto handler, conn_req req, std::vector<std::uint8_t> pdata) {
-          boost::asio::any_io_executor io =
-              boost::asio::get_associated_executor(handler, boost::asio::any_io_executor());
-          detail::connection_handler h(std::move(handler));
-          detail::start_connect(std::move(io), std::move(req), std::move(pdata), std::move(h));
-        },
-        token, std::move(*this),
+  template <
+      boost::asio::completion_token_for<detail::connect_signature> CompletionToken = default_token>
+  auto async_connect(std::span<const std::uint8_t> private_data,
+                     CompletionToken&& token = default_token()) {
+    auto ex = get_executor();
+    return boost::asio::async_initiate<CompletionToken, detail::connect_signature>(
+        detail::initiate_connect{std::move(ex)}, token, std::move(*this),
         std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
   }
 
@@ -135,38 +180,27 @@ class conn_req {
 /// Destroying the io_context mid-flight releases everything without calling
 /// the handler. `ex` must be an io_context executor; the peer may go away
 /// before completion (the request keeps its PD alive).
-template <class CompletionToken>
-auto async_conn_req_new(const boost::asio::any_io_executor& ex, const peer& p,
-                        std::string_view addr, std::string_view port, const conn_cfg& cfg,
-                        CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
-      [](auto handler, const boost::asio::any_io_executor& io,
-         std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
-         const conn_cfg& c) {
-        // Type-erased first so the call below is not dependent on the handler's
-        // type; clang-tidy then sees the by-value parameters moved, not copied.
-        detail::conn_req_handler h(std::move(handler));
-        detail::start_conn_req_new(io, std::move(state), std::move(a), std::move(s), c,
-                                   detail::channel_mode::shared, std::move(h));
-      },
-      token, ex, p.state(), std::string(addr), std::string(port), cfg);
+template <boost::asio::completion_token_for<detail::conn_req_signature> CompletionToken =
+              boost::asio::default_completion_token_t<boost::asio::any_io_executor>>
+auto async_conn_req_new(
+    const boost::asio::any_io_executor& ex, const peer& p, std::string_view addr,
+    std::string_view port, const conn_cfg& cfg,
+    CompletionToken&& token =
+        boost::asio::default_completion_token_t<boost::asio::any_io_executor>()) {
+  return boost::asio::async_initiate<CompletionToken, detail::conn_req_signature>(
+      detail::initiate_conn_req_new{ex, false}, token, p.state(), std::string(addr),
+      std::string(port), cfg);
 }
 
 /// The same, on the executor associated with the completion handler — e.g.
 /// `co_await arpma::async_conn_req_new(peer, addr, port, cfg, asio::use_awaitable)`.
 /// A handler without an io_context executor gets errc::invalid_argument.
-template <class CompletionToken>
+template <boost::asio::completion_token_for<detail::conn_req_signature> CompletionToken>
 auto async_conn_req_new(const peer& p, std::string_view addr, std::string_view port,
                         const conn_cfg& cfg, CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
-      [](auto handler, std::shared_ptr<detail::peer_state> state, std::string a, std::string s,
-         const conn_cfg& c) {
-        boost::asio::any_io_executor io = boost::asio::get_associated_executor(handler);
-        detail::conn_req_handler h(std::move(handler));
-        detail::start_conn_req_new(std::move(io), std::move(state), std::move(a), std::move(s), c,
-                                   detail::channel_mode::shared, std::move(h));
-      },
-      token, p.state(), std::string(addr), std::string(port), cfg);
+  return boost::asio::async_initiate<CompletionToken, detail::conn_req_signature>(
+      detail::initiate_conn_req_new{{}, true}, token, p.state(), std::string(addr),
+      std::string(port), cfg);
 }
 
 /// Blocking form: runs a private event loop until the request is ready.

@@ -102,6 +102,19 @@ using conn_event_handler = boost::asio::any_completion_handler<void(error_code, 
 using disconnect_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_next_event(conn_state* state, conn_event_handler handler);
 void start_disconnect(conn_state* state, disconnect_handler handler);
+
+/// The initiation of a connection's event operations: `Start` with the
+/// handler type-erased as `Erased`.
+template <class Erased, void (*Start)(conn_state*, Erased)>
+struct initiate_conn_op {
+  conn_state* state;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return executor_of(state); }
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    Start(state, Erased(std::forward<Handler>(handler)));
+  }
+};
 }  // namespace detail
 
 /// An established connection: its cm id, QP and CQs. Made by
@@ -154,14 +167,13 @@ class connection {
   ///
   /// Completion signature: `void(arpma::error_code, arpma::conn_event)`.
   /// Cancellation: terminal, partial and total; the event stays queued.
-  template <class CompletionToken>
-  auto async_next_event(CompletionToken&& token) {
+  template <boost::asio::completion_token_for<void(error_code, conn_event)> CompletionToken =
+                default_token>
+  auto async_next_event(CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, void(error_code, conn_event)>(
-        [](auto handler, detail::conn_state* state) {
-          detail::conn_event_handler h(std::move(handler));
-          detail::start_next_event(state, std::move(h));
-        },
-        token, state_.get());
+        detail::initiate_conn_op<detail::conn_event_handler, &detail::start_next_event>{
+            state_.get()},
+        token);
   }
 
   /// Disconnects (unless the peer already did) and completes when the
@@ -170,14 +182,12 @@ class connection {
   ///
   /// Completion signature: `void(arpma::error_code)`.
   /// Cancellation: terminal, partial and total; the disconnect stays requested.
-  template <class CompletionToken>
-  auto async_disconnect(CompletionToken&& token) {
+  template <boost::asio::completion_token_for<void(error_code)> CompletionToken = default_token>
+  auto async_disconnect(CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-        [](auto handler, detail::conn_state* state) {
-          detail::disconnect_handler h(std::move(handler));
-          detail::start_disconnect(state, std::move(h));
-        },
-        token, state_.get());
+        detail::initiate_conn_op<detail::disconnect_handler, &detail::start_disconnect>{
+            state_.get()},
+        token);
   }
 
   // ---- data path ----------------------------------------------------------

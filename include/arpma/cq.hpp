@@ -6,6 +6,7 @@
 #include "arpma/result.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 
 #include <infiniband/verbs.h>
@@ -20,6 +21,20 @@ struct conn_state;
 struct srq_state;
 using wait_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler);
+[[nodiscard]] boost::asio::any_io_executor cq_executor(const conn_state* state,
+                                                       const srq_state* srq) noexcept;
+
+struct initiate_cq_wait {
+  conn_state* state;
+  srq_state* srq;
+  bool receive;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return cq_executor(state, srq); }
+  template <class Handler>
+  void operator()(Handler&& handler) const {
+    start_cq_wait(state, srq, receive, wait_handler(std::forward<Handler>(handler)));
+  }
+};
 }  // namespace detail
 
 /// A view of a connection's CQ or receive CQ (connection::completion_queue),
@@ -28,11 +43,18 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
 /// takes the completions it polls. Valid while its connection or SRQ lives.
 class cq {
  public:
+  /// Its connection's (or SRQ's) executor: async_wait runs there.
+  using executor_type = boost::asio::any_io_executor;
+  using default_token = boost::asio::default_completion_token_t<executor_type>;
+
   cq() noexcept = default;
   cq(detail::conn_state* state, bool receive) noexcept : state_(state), receive_(receive) {}
   explicit cq(detail::srq_state* srq) noexcept : srq_(srq) {}
 
   explicit operator bool() const noexcept { return state_ != nullptr || srq_ != nullptr; }
+  [[nodiscard]] executor_type get_executor() const noexcept {
+    return detail::cq_executor(state_, srq_);
+  }
 
   /// Completes when the CQ's completion channel fires; the event is
   /// acknowledged and the CQ re-armed first, so poll() until it returns 0
@@ -44,14 +66,10 @@ class cq {
   /// (the CQs share one channel: not supported here, as rpma_cq_wait; an
   /// SRQ's view of an srq made without an executor is invalid_argument),
   /// operation_aborted (cancellation of any type: nothing was consumed).
-  template <class CompletionToken>
-  auto async_wait(CompletionToken&& token) {
+  template <boost::asio::completion_token_for<void(error_code)> CompletionToken = default_token>
+  auto async_wait(CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-        [](auto handler, detail::conn_state* state, detail::srq_state* srq, bool receive) {
-          detail::wait_handler h(std::move(handler));
-          detail::start_cq_wait(state, srq, receive, std::move(h));
-        },
-        token, state_, srq_, receive_);
+        detail::initiate_cq_wait{state_, srq_, receive_}, token);
   }
 
   /// Moves up to out.size() completions into `out` (ibv_poll_cq); how many.

@@ -21,6 +21,17 @@ namespace arpma {
 namespace detail {
 struct endpoint_state;
 void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler handler);
+[[nodiscard]] boost::asio::any_io_executor executor_of(const endpoint_state* state) noexcept;
+
+struct initiate_next_conn_req {
+  endpoint_state* state;
+  using executor_type = boost::asio::any_io_executor;
+  [[nodiscard]] executor_type get_executor() const noexcept { return executor_of(state); }
+  template <class Handler>
+  void operator()(Handler&& handler, const conn_cfg& cfg) const {
+    start_next_conn_req(state, cfg, conn_req_handler(std::forward<Handler>(handler)));
+  }
+};
 }  // namespace detail
 
 /// A cm id listening on a local address (rpma_ep_listen). Incoming
@@ -38,6 +49,9 @@ void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler h
 /// requests and connections handed out live on.
 class endpoint {
  public:
+  using executor_type = boost::asio::any_io_executor;
+  using default_token = boost::asio::default_completion_token_t<executor_type>;
+
   /// Binds `addr`:`port` (numeric, or a name resolved at once; port "0"
   /// picks a free one) and listens, on `ex`'s shared event channel.
   /// Errors: errc::invalid_argument (empty addr or port, not an io_context
@@ -53,6 +67,8 @@ class endpoint {
   ~endpoint();
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
+  /// The executor given to listen(); empty for an empty endpoint.
+  [[nodiscard]] executor_type get_executor() const noexcept;
   /// The port listened on (host order): what "0" picked.
   [[nodiscard]] std::uint16_t port() const noexcept;
   /// Stops listening and releases the id; see the class comment.
@@ -67,14 +83,11 @@ class endpoint {
   /// Errors: the provider's errno when the queues cannot be made (the
   /// request is rejected); operation_aborted on cancellation (terminal,
   /// partial, total: no request is lost) or shutdown.
-  template <class CompletionToken>
-  auto async_next_conn_req(const conn_cfg& cfg, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(error_code, conn_req)>(
-        [](auto handler, detail::endpoint_state* state, const conn_cfg& c) {
-          detail::conn_req_handler h(std::move(handler));
-          detail::start_next_conn_req(state, c, std::move(h));
-        },
-        token, state_.get(), cfg);
+  template <
+      boost::asio::completion_token_for<detail::conn_req_signature> CompletionToken = default_token>
+  auto async_next_conn_req(const conn_cfg& cfg, CompletionToken&& token = default_token()) {
+    return boost::asio::async_initiate<CompletionToken, detail::conn_req_signature>(
+        detail::initiate_next_conn_req{state_.get()}, token, cfg);
   }
 
   /// Internal: the state the C API works on.

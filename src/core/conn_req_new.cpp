@@ -131,6 +131,7 @@ class conn_req_new_op final : public cm_event_sink,
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
     req_ = std::make_unique<conn_state>(peer_, channel.value(), ch.reserve_token());
+    req_->ex = ex_;
     auto id = prov().create_id(ch.native(), req_->token);
     if (!id) {
       ARPMA_LOG_FAILURE("create id", id.error());
@@ -252,6 +253,10 @@ conn_req::conn_req(std::unique_ptr<detail::conn_state> state) noexcept : state_(
 conn_req::conn_req(conn_req&&) noexcept = default;
 conn_req& conn_req::operator=(conn_req&&) noexcept = default;
 conn_req::~conn_req() = default;
+
+asio::any_io_executor detail::executor_of_request(const detail::conn_state* state) noexcept {
+  return state != nullptr && state->attached ? state->ex : asio::any_io_executor();
+}
 
 std::uint32_t conn_req::qp_num() const noexcept {
   return state_ && state_->has_qp ? state_->prov().qp_num(state_->id) : 0;

@@ -48,7 +48,10 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
   void send() {
     if (pdata_.size() > std::numeric_limits<std::uint8_t>::max())
       return fail(make_error_code(errc::invalid_argument));
-    if (state_->channel->executor() != executor()) {
+    // Another io_context's request moves to this one's channel (a strand
+    // of the same io_context is the same loop: the channel stays).
+    if (&asio::query(state_->channel->executor(), asio::execution::context) !=
+        &asio::query(executor(), asio::execution::context)) {
       auto shared = shared_cm_channel(state_->prov(), executor());
       if (!shared) return fail(shared.error());
       if (auto ec = state_->move_to(shared.value())) return fail(ec);
@@ -99,7 +102,8 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
 void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint8_t> private_data,
                    connection_handler handler) {
   auto state = req.release();
-  if (state && !runs_operations(ex)) ex = state->channel->executor();
+  if (state && !runs_operations(ex))
+    ex = runs_operations(state->ex) ? state->ex : state->channel->executor();
   if (!state || !runs_operations(ex)) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), connection());
   }

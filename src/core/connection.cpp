@@ -122,7 +122,7 @@ void start_next_event(conn_state* state, conn_event_handler handler) {
   if (state == nullptr || !state->attached)
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument),
                         conn_event::undefined);
-  std::make_shared<next_event_op>(state->channel->executor(), state, std::move(handler))->start();
+  std::make_shared<next_event_op>(state->ex, state, std::move(handler))->start();
 }
 
 void start_disconnect(conn_state* state, disconnect_handler handler) {
@@ -130,7 +130,7 @@ void start_disconnect(conn_state* state, disconnect_handler handler) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
   if (auto ec = request_disconnect(*state))
     return fail_on_loop(state->loop(), std::move(handler), ec);
-  std::make_shared<disconnect_op>(state->channel->executor(), state, std::move(handler))->start();
+  std::make_shared<disconnect_op>(state->ex, state, std::move(handler))->start();
 }
 
 }  // namespace detail

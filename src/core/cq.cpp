@@ -158,6 +158,11 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
       ->start(state->waiters());
 }
 
+asio::any_io_executor cq_executor(const conn_state* state, const srq_state* srq) noexcept {
+  if (srq != nullptr) return srq->ex;
+  return state != nullptr && state->attached ? state->ex : asio::any_io_executor();
+}
+
 }  // namespace detail
 
 result<std::size_t> cq::poll(std::span<ibv_wc> out) {

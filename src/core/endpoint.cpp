@@ -120,6 +120,7 @@ void endpoint_state::on_cm_event(const provider::cm_event& event) {
   // Its own token at once: no later event of this id reads as the endpoint's.
   prov().set_context(event.id, request->token);
   request->attach();
+  request->ex = ex;
   pending.back() = std::move(request);
   watchers_.poke_all();
 }
@@ -211,8 +212,7 @@ void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler h
   if (state == nullptr) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), conn_req());
   }
-  std::make_shared<next_conn_req_op>(state->channel->executor(), state, cfg, std::move(handler))
-      ->start();
+  std::make_shared<next_conn_req_op>(state->ex, state, cfg, std::move(handler))->start();
 }
 
 }  // namespace detail
@@ -225,6 +225,7 @@ result<endpoint> endpoint::listen(const asio::any_io_executor& ex, const peer& p
   if (!channel) return channel.error();
   const auto token = channel.value()->reserve_token();
   auto state = std::make_unique<detail::endpoint_state>(p.state(), channel.value(), token);
+  state->ex = ex;
   if (auto ec = state->listen(std::string(addr), std::string(port))) return ec;
   state->channel->attach(state->token, state.get());
   state->attached = true;
@@ -237,6 +238,14 @@ endpoint::endpoint(std::unique_ptr<detail::endpoint_state> state) noexcept
 endpoint::endpoint(endpoint&&) noexcept = default;
 endpoint& endpoint::operator=(endpoint&&) noexcept = default;
 endpoint::~endpoint() = default;
+
+asio::any_io_executor detail::executor_of(const detail::endpoint_state* state) noexcept {
+  return state != nullptr ? state->ex : asio::any_io_executor();
+}
+
+endpoint::executor_type endpoint::get_executor() const noexcept {
+  return state_ ? state_->ex : executor_type();
+}
 
 std::uint16_t endpoint::port() const noexcept {
   return state_ && state_->id != nullptr ? state_->prov().local_port(state_->id) : 0;

@@ -28,6 +28,9 @@ struct endpoint_state final : cm_event_sink {
 
   [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
 
+  /// The executor given to listen(): its operations and requests run there.
+  asio::any_io_executor ex;
+
   /// Binds and listens (rpma_ep_listen steps 3–6); the id is created here.
   std::error_code listen(const std::string& addr, const std::string& port);
   /// Rejects the requests not handed out, ends the waits, destroys the id.

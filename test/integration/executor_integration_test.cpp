@@ -4,6 +4,7 @@
 // Soft provider on loopback (the verbs provider in the Soft-RoCE guest).
 #include "arpma/connection.hpp"
 
+#include "arpma/cq.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
@@ -48,6 +49,54 @@ TEST_F(executor_integration, a_connection_has_the_executor_it_was_connected_on) 
   ASSERT_TRUE(pair.client && pair.server);
   EXPECT_TRUE(pair.client.get_executor() == arpma::connection::executor_type(io.get_executor()));
   EXPECT_FALSE(static_cast<bool>(arpma::connection().get_executor()));
+  const arpma::connection::executor_type loop(io.get_executor());
+  EXPECT_TRUE(endpoint.get_executor() == loop);
+  EXPECT_TRUE(pair.client.completion_queue().get_executor() == loop);
+  EXPECT_FALSE(static_cast<bool>(arpma::endpoint().get_executor()));
+  EXPECT_FALSE(static_cast<bool>(arpma::cq().get_executor()));
+  EXPECT_FALSE(static_cast<bool>(arpma::conn_req().get_executor()));
+}
+
+// An event operation's handler without an executor of its own runs on the
+// connection's (here a strand), not on the shared event channel's.
+TEST_F(executor_integration, a_handler_without_an_executor_runs_on_the_connections) {
+  auto strand = asio::make_strand(io);
+  bool connected = false;
+  bool accepted = false;
+  arpma::connection client;
+  arpma::connection server;
+  endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req in) {
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(in.get_executor() == arpma::conn_req::executor_type(io.get_executor()));
+    auto kept = std::make_shared<arpma::conn_req>(std::move(in));
+    kept->async_connect({}, [&, kept](std::error_code ec2, arpma::connection s) {
+      EXPECT_FALSE(ec2);
+      server = std::move(s);
+      accepted = true;
+    });
+  });
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, arpma::test::test_addr(), std::to_string(endpoint.port()), {},
+      [&](std::error_code ec, arpma::conn_req req) {
+        ASSERT_FALSE(ec) << ec.message();
+        auto kept = std::make_shared<arpma::conn_req>(std::move(req));
+        kept->async_connect(
+            {}, asio::bind_executor(strand, [&, kept](std::error_code ec2, arpma::connection c) {
+              EXPECT_FALSE(ec2);
+              client = std::move(c);
+              connected = true;
+            }));
+      });
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return connected && accepted; }));
+  bool on_strand = false;
+  bool ended = false;
+  client.async_next_event([&](arpma::error_code, arpma::conn_event) {
+    on_strand = strand.running_in_this_thread();
+    ended = true;
+  });
+  ASSERT_FALSE(server.disconnect());
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return ended; }));
+  EXPECT_TRUE(on_strand);
 }
 
 TEST_F(executor_integration, a_handler_runs_on_its_own_executor_which_counts_the_work) {
