@@ -40,6 +40,7 @@
 #include "arpma/cq.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "c_server.hpp"
 #include "core/cm_channel.hpp"
 #include "core/conn_state.hpp"
 #include "core/post.hpp"
@@ -168,34 +169,8 @@ class soft_setup {
 
  private:
   void serve() {
-    rpma_ep* ep = nullptr;
-    check(rpma_ep_listen(cpeer_, addr_, port_.c_str(), &ep), "listen");
-    std::vector<char> memory(batch * message);
-    rpma_mr_local* mr = nullptr;
-    check(rpma_mr_reg(cpeer_, memory.data(), memory.size(), RPMA_MR_USAGE_WRITE_DST, &mr),
-          "mr_reg");
-    char desc[21];
-    check(rpma_mr_get_descriptor(mr, desc), "descriptor");
-    listening_ = true;
-    std::vector<rpma_conn*> conns;
-    for (int i = 0; i < server_connections; ++i) {
-      rpma_conn_req* req = nullptr;
-      check(rpma_ep_next_conn_req(ep, nullptr, &req), "next_conn_req");
-      const rpma_conn_private_data pdata{desc, sizeof desc};
-      rpma_conn* conn = nullptr;
-      check(rpma_conn_req_connect(&req, &pdata, &conn), "accept");
-      rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-      check(rpma_conn_next_event(conn, &ev), "established");
-      conns.push_back(conn);
-    }
-    for (rpma_conn* conn : conns) {
-      rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-      (void)rpma_conn_next_event(conn, &ev);  // closed
-      (void)rpma_conn_disconnect(conn);
-      (void)rpma_conn_delete(&conn);
-    }
-    (void)rpma_mr_dereg(&mr);
-    (void)rpma_ep_shutdown(&ep);
+    arpma::bench::serve_connections(cpeer_, addr_, port_.c_str(), server_connections,
+                                    batch * message, listening_);
   }
 
   void connect_c() {

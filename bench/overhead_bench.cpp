@@ -26,8 +26,10 @@
 #include "arpma/cq.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "c_server.hpp"
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
+#include "support/block_allocator.hpp"
 #include "support/counting_new.hpp"
 #include "support/instant_provider.hpp"
 
@@ -150,41 +152,10 @@ std::unique_ptr<world> soft;
 std::unique_ptr<arpma::test::instant_provider> instant_prov;
 std::unique_ptr<arpma::provider::scoped_override> instant_override;
 
-// The soft provider's server: accepts the C and the C++ connection with its
-// region's descriptor, then waits until both are closed.
+// The soft provider's server (bench/c_server.hpp) accepts the C and the C++
+// connection, then waits until both are closed.
 std::thread soft_server;
 
-void serve(rpma_peer* peer, const std::string& addr, const std::string& port,
-           std::atomic<bool>& listening, std::vector<char>& memory) {
-  rpma_ep* ep = nullptr;
-  check(rpma_ep_listen(peer, addr.c_str(), port.c_str(), &ep), "listen");
-  rpma_mr_local* mr = nullptr;
-  check(rpma_mr_reg(peer, memory.data(), memory.size(), RPMA_MR_USAGE_WRITE_DST, &mr), "mr_reg");
-  char desc[arpma::mr_descriptor_size];
-  check(rpma_mr_get_descriptor(mr, desc), "descriptor");
-  listening = true;
-  std::vector<rpma_conn*> conns;
-  for (int i = 0; i < 2; ++i) {
-    rpma_conn_req* req = nullptr;
-    check(rpma_ep_next_conn_req(ep, nullptr, &req), "next_conn_req");
-    const rpma_conn_private_data pdata{desc, sizeof desc};
-    rpma_conn* conn = nullptr;
-    check(rpma_conn_req_connect(&req, &pdata, &conn), "accept");
-    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-    check(rpma_conn_next_event(conn, &ev), "established");
-    conns.push_back(conn);
-  }
-  for (auto* conn : conns) {
-    rpma_conn_event ev = RPMA_CONN_UNDEFINED;
-    (void)rpma_conn_next_event(conn, &ev);  // closed
-    (void)rpma_conn_disconnect(conn);
-    (void)rpma_conn_delete(&conn);
-  }
-  (void)rpma_mr_dereg(&mr);
-  (void)rpma_ep_shutdown(&ep);
-}
-
-std::vector<char> server_memory(4096);
 rpma_peer* server_peer = nullptr;
 
 void make_soft() {
@@ -203,8 +174,9 @@ void make_soft() {
   check(rpma_utils_get_ibv_context(addr.c_str(), RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev), "device");
   check(rpma_peer_new(dev, &server_peer), "server peer");
   std::atomic<bool> listening{false};
-  soft_server =
-      std::thread(serve, server_peer, addr, port, std::ref(listening), std::ref(server_memory));
+  soft_server = std::thread([addr, port, &listening] {
+    arpma::bench::serve_connections(server_peer, addr.c_str(), port.c_str(), 2, 4096, listening);
+  });
   while (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   soft->peer.emplace(arpma::peer::create(dev).value());
   connect_cxx(*soft, addr, port);
@@ -330,38 +302,14 @@ void coawait(benchmark::State& state, bool busy) {
 void coawait_busy(benchmark::State& state) { coawait(state, true); }
 void coawait_fd(benchmark::State& state) { coawait(state, false); }
 
-// One block, handed out again and again: the handler's associated allocator.
-struct block {
-  alignas(std::max_align_t) unsigned char bytes[512];
-  bool used = false;
-};
-template <class T>
-struct block_allocator {
-  using value_type = T;
-  block* b;
-  explicit block_allocator(block* from) noexcept : b(from) {}
-  template <class U>
-  explicit block_allocator(const block_allocator<U>& o) noexcept : b(o.b) {}
-  T* allocate(std::size_t n) {
-    if (b->used || n * sizeof(T) > sizeof b->bytes) return std::allocator<T>().allocate(n);
-    b->used = true;
-    return reinterpret_cast<T*>(b->bytes);
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    if (reinterpret_cast<unsigned char*>(p) == b->bytes) {
-      b->used = false;
-      return;
-    }
-    std::allocator<T>().deallocate(p, n);
-  }
-  bool operator==(const block_allocator& o) const noexcept { return b == o.b; }
-};
+using arpma::test::block_allocator;
+using arpma::test::one_block;
 
 struct callback_loop {
   callback_loop(world& on, benchmark::State& s) : w(on), state(s) {}
   world& w;
   benchmark::State& state;
-  block storage{};
+  one_block storage{};
   int left_warm = warmup;
   std::optional<allocation_meter> meter;
 
@@ -401,7 +349,9 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
     for (const auto& r : runs) {
       if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
-      auto& fig = rows_[r.run_name.str()];
+      auto name = r.run_name.str();
+      if (const auto at = name.find("/real_time"); at != std::string::npos) name.erase(at);
+      auto& fig = rows_[name];
       fig.ns = r.GetAdjustedRealTime();
       const auto get = [&](const char* c) {
         const auto it = r.counters.find(c);

@@ -9,6 +9,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/block_allocator.hpp"
 #include "support/instant_provider.hpp"
 
 #include <librpma.h>
@@ -110,34 +111,8 @@ TEST_F(data_path_alloc, co_await_async_write_busy_poll_allocates_nothing) { coaw
 
 TEST_F(data_path_alloc, co_await_async_write_fd_mode_allocates_nothing) { coawait(false); }
 
-// A handler's associated allocator gives the operation its storage: one block, reused.
-struct one_block {
-  alignas(std::max_align_t) unsigned char bytes[512];
-  bool used = false;
-  int taken = 0;
-};
-template <class T>
-struct block_allocator {
-  using value_type = T;
-  one_block* b;
-  explicit block_allocator(one_block* from) noexcept : b(from) {}
-  template <class U>
-  explicit block_allocator(const block_allocator<U>& o) noexcept : b(o.b) {}
-  T* allocate(std::size_t n) {
-    if (b->used || n * sizeof(T) > sizeof b->bytes) return std::allocator<T>().allocate(n);
-    b->used = true;
-    ++b->taken;
-    return reinterpret_cast<T*>(b->bytes);
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    if (reinterpret_cast<unsigned char*>(p) == b->bytes) {
-      b->used = false;
-      return;
-    }
-    std::allocator<T>().deallocate(p, n);
-  }
-  bool operator==(const block_allocator& o) const noexcept { return b == o.b; }
-};
+using arpma::test::block_allocator;
+using arpma::test::one_block;
 
 TEST_F(data_path_alloc, callbacks_take_their_storage_from_the_handlers_allocator) {
   one_block block;

@@ -61,33 +61,10 @@ TEST_F(executor_integration, a_connection_has_the_executor_it_was_connected_on) 
 // connection's (here a strand), not on the shared event channel's.
 TEST_F(executor_integration, a_handler_without_an_executor_runs_on_the_connections) {
   auto strand = asio::make_strand(io);
-  bool connected = false;
-  bool accepted = false;
-  arpma::connection client;
-  arpma::connection server;
-  endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req in) {
-    ASSERT_FALSE(ec) << ec.message();
-    EXPECT_TRUE(in.get_executor() == arpma::conn_req::executor_type(io.get_executor()));
-    auto kept = std::make_shared<arpma::conn_req>(std::move(in));
-    kept->async_connect({}, [&, kept](std::error_code ec2, arpma::connection s) {
-      EXPECT_FALSE(ec2);
-      server = std::move(s);
-      accepted = true;
-    });
-  });
-  arpma::async_conn_req_new(
-      io.get_executor(), *peer, arpma::test::test_addr(), std::to_string(endpoint.port()), {},
-      [&](std::error_code ec, arpma::conn_req req) {
-        ASSERT_FALSE(ec) << ec.message();
-        auto kept = std::make_shared<arpma::conn_req>(std::move(req));
-        kept->async_connect(
-            {}, asio::bind_executor(strand, [&, kept](std::error_code ec2, arpma::connection c) {
-              EXPECT_FALSE(ec2);
-              client = std::move(c);
-              connected = true;
-            }));
-      });
-  ASSERT_TRUE(arpma::test::run_until(io, [&] { return connected && accepted; }));
+  auto pair = arpma::test::connect_pair(io, *peer, endpoint, {}, {}, strand);
+  ASSERT_TRUE(pair.client && pair.server);
+  auto& client = pair.client;
+  auto& server = pair.server;
   bool on_strand = false;
   bool ended = false;
   client.async_next_event([&](arpma::error_code, arpma::conn_event) {
@@ -151,30 +128,8 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
   for (int i = 0; i < connections; ++i) {
     auto c = std::make_unique<conn_under_test>();
     c->strand.emplace(asio::make_strand(io));
-    bool connected = false;
-    bool accepted = false;
-    endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req in) {
-      ASSERT_FALSE(ec) << ec.message();
-      auto kept = std::make_shared<arpma::conn_req>(std::move(in));
-      kept->async_connect({}, [&, kept](std::error_code ec2, arpma::connection s) {
-        EXPECT_FALSE(ec2);
-        c->pair.server = std::move(s);
-        accepted = true;
-      });
-    });
-    arpma::async_conn_req_new(
-        io.get_executor(), *peer, arpma::test::test_addr(), std::to_string(endpoint.port()), {},
-        [&](std::error_code ec, arpma::conn_req req) {
-          ASSERT_FALSE(ec) << ec.message();
-          auto kept = std::make_shared<arpma::conn_req>(std::move(req));
-          kept->async_connect({}, asio::bind_executor(*c->strand, [&, kept](std::error_code ec2,
-                                                                            arpma::connection cl) {
-                                EXPECT_FALSE(ec2);
-                                c->pair.client = std::move(cl);
-                                connected = true;
-                              }));
-        });
-    ASSERT_TRUE(arpma::test::run_until(io, [&] { return connected && accepted; }));
+    c->pair = arpma::test::connect_pair(io, *peer, endpoint, {}, {}, *c->strand);
+    ASSERT_TRUE(c->pair.client && c->pair.server);
     ASSERT_TRUE(c->pair.client.get_executor() == arpma::connection::executor_type(*c->strand));
     c->dst.emplace(arpma::local_mr::reg(*peer, c->theirs.data(), slot,
                                         arpma::mr_usage::write_dst | arpma::mr_usage::read_src)

@@ -10,6 +10,8 @@
 #include "arpma/peer.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
@@ -44,10 +46,12 @@ struct connected_pair {
 };
 
 /// One connection from `peer` to `ep` (on `io`), each side with its cfg;
-/// failures are test failures (the pair is then partly empty).
+/// failures are test failures (the pair is then partly empty). With
+/// `client_ex`, the client connects on it (a strand: its executor).
 inline connected_pair connect_pair(boost::asio::io_context& io, const arpma::peer& peer,
                                    arpma::endpoint& ep, const arpma::conn_cfg& server_cfg,
-                                   const arpma::conn_cfg& client_cfg) {
+                                   const arpma::conn_cfg& client_cfg,
+                                   const boost::asio::any_io_executor& client_ex = {}) {
   connected_pair out;
   bool accepted = false;
   bool connected = false;
@@ -71,12 +75,16 @@ inline connected_pair connect_pair(boost::asio::io_context& io, const arpma::pee
                                 return;
                               }
                               auto kept = std::make_shared<arpma::conn_req>(std::move(req));
-                              kept->async_connect(
-                                  {}, [&, kept](std::error_code ec2, arpma::connection c) {
-                                    EXPECT_FALSE(ec2) << ec2.message();
-                                    out.client = std::move(c);
-                                    connected = true;
-                                  });
+                              auto done = [&, kept](std::error_code ec2, arpma::connection c) {
+                                EXPECT_FALSE(ec2) << ec2.message();
+                                out.client = std::move(c);
+                                connected = true;
+                              };
+                              if (client_ex)
+                                kept->async_connect({},
+                                                    boost::asio::bind_executor(client_ex, done));
+                              else
+                                kept->async_connect({}, done);
                             });
   EXPECT_TRUE(run_until(io, [&] { return accepted && connected; })) << "connect timed out";
   return out;
