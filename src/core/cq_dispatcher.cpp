@@ -205,6 +205,10 @@ void cq_dispatcher::on_readable(channel& ch) {
     fail_pending();
     return;
   }
+  // Busy-poll mode slept on the fd after a stall; woken, it polls again
+  // (watching the fd as well would take, acknowledge and re-arm an event
+  // per operation from then on).
+  if (busy_budget_.count() > 0) return kick();
   watch(ch);
 }
 

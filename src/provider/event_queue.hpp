@@ -10,6 +10,7 @@
 #pragma once
 
 #include "provider/provider.hpp"
+#include "provider/ring.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +19,6 @@
 
 #include <cerrno>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <system_error>
 #include <vector>
@@ -84,13 +84,14 @@ class basic_event_queue {
   std::vector<Event> extract(Pred pred) {
     std::vector<Event> taken;
     const std::lock_guard lock(mutex_);
-    for (auto it = events_.begin(); it != events_.end();) {
-      if (pred(static_cast<const Event&>(*it))) {
-        taken.push_back(*it);
-        it = events_.erase(it);
-      } else {
-        ++it;
-      }
+    // Once round the ring: each event taken, or put back behind the rest.
+    for (std::size_t i = 0, n = events_.size(); i < n; ++i) {
+      Event e = events_.front();
+      events_.pop_front();
+      if (pred(static_cast<const Event&>(e)))
+        taken.push_back(e);
+      else
+        events_.push_back(e);
     }
     consume_tokens(taken.size());
     return taken;
@@ -120,7 +121,7 @@ class basic_event_queue {
 
   int fd_;
   mutable std::mutex mutex_;
-  std::deque<Event> events_;
+  ring<Event> events_;  // no allocation per event once warm
   bool closed_ = false;
 };
 

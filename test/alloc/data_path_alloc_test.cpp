@@ -7,9 +7,11 @@
 
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
+#include "arpma/endpoint.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 #include "support/block_allocator.hpp"
+#include "support/connected_pair.hpp"
 #include "support/instant_provider.hpp"
 
 #include <librpma.h>
@@ -173,6 +175,47 @@ TEST_F(data_path_alloc, rpma_write_and_rpma_cq_get_wc_allocate_nothing) {
   EXPECT_EQ(rpma_conn_next_event(cconn, &ev), 0);
   EXPECT_EQ(rpma_conn_delete(&cconn), 0);
   EXPECT_EQ(rpma_peer_delete(&cpeer), 0);
+}
+
+// The soft provider on loopback: its post path (the frame built and written
+// on the application's thread) and its poll allocate nothing once warm.
+TEST(data_path_alloc_soft, co_await_async_write_on_the_soft_provider_allocates_nothing) {
+  asio::io_context io;
+  auto dev = arpma::get_ibv_context(arpma::test::test_addr(), arpma::ibv_context_type::local);
+  ASSERT_TRUE(dev) << dev.error().message();
+  auto peer = arpma::peer::create(dev.value()).value();
+  auto ep = arpma::endpoint::listen(io.get_executor(), peer, arpma::test::test_addr(), "0");
+  ASSERT_TRUE(ep) << ep.error().message();
+  auto pair = arpma::test::connect_pair(io, peer, ep.value(), {}, {});
+  ASSERT_TRUE(pair.client && pair.server);
+  std::vector<char> theirs(4096);
+  std::vector<char> mine(4096, 's');
+  auto dst =
+      arpma::local_mr::reg(peer, theirs.data(), theirs.size(), arpma::mr_usage::write_dst).value();
+  auto src =
+      arpma::local_mr::reg(peer, mine.data(), mine.size(), arpma::mr_usage::write_src).value();
+  const auto remote = arpma::remote_mr::from_descriptor(dst.descriptor()).value();
+  pair.client.set_busy_poll(std::chrono::microseconds(1000));
+  std::optional<std::uint64_t> before;
+  std::uint64_t after = 0;
+  int done = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i <= warm + counted; ++i) {
+          if (i == warm) before = arpma::test::thread_allocations();
+          if (i == warm + counted) after = arpma::test::thread_allocations();
+          co_await pair.client.async_write(remote, 0, src, 0, message, asio::use_awaitable);
+          ++done;
+        }
+      },
+      asio::detached);
+  io.restart();
+  io.run_for(std::chrono::seconds(60));
+  ASSERT_EQ(done, warm + counted + 1);
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(after - *before, 0U);
+  EXPECT_EQ(theirs[0], 's');
 }
 
 }  // namespace

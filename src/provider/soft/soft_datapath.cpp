@@ -578,7 +578,7 @@ std::size_t take(soft_cq& cq, std::span<work_completion> out) {
   const std::lock_guard lock(cq.mutex);
   const std::size_t n = std::min(out.size(), cq.entries.size());
   std::copy_n(cq.entries.begin(), n, out.begin());
-  cq.entries.erase(cq.entries.begin(), cq.entries.begin() + static_cast<std::ptrdiff_t>(n));
+  cq.entries.pop_front(n);
   return n;
 }
 

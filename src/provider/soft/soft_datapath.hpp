@@ -14,10 +14,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
+
 #include <mutex>
 #include <shared_mutex>
 #include <span>
 #include <vector>
+#include "provider/ring.hpp"
 
 namespace arpma::provider::soft_dp {
 
@@ -42,7 +44,7 @@ struct soft_cq {
   int cqe = 0;
   std::atomic<int> qps{0};
   std::mutex mutex;
-  std::deque<work_completion> entries;
+  ring<work_completion> entries;
   bool armed = false;  ///< one event for the next completion, then disarmed (verbs)
   /// The QPs completing here, whose links a poll of an empty CQ moves.
   std::vector<std::weak_ptr<soft_qp>> users;
@@ -107,7 +109,7 @@ struct soft_qp {
   std::mutex mutex;
   qp_state state = qp_state::reset;
   link_ops link;
-  std::deque<outstanding> sq;
+  ring<outstanding> sq;
   /// WRs posted while a READ waited for a slot (and every one after it),
   /// sent in order as READ responses free slots, as a NIC stalls its send
   /// queue at a READ past its initiator depth.

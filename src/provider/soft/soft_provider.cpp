@@ -526,7 +526,11 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
   std::size_t sent = 0;
   if (!id->writing && id->out.empty()) {
     sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
-    if (sent == acks.size() + f.size() + tail.size()) return;
+    if (sent == acks.size() + f.size() + tail.size()) {
+      frame_cache::give_back(std::move(f));
+      frame_cache::give_back(std::move(acks));
+      return;
+    }
   }
   const bool start = !id->writing && id->out.empty();
   const bool response = is_read_response(f);
