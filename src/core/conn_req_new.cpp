@@ -6,6 +6,7 @@
 #include "core/conn_state.hpp"
 #include "core/error_internal.hpp"
 #include "core/log_internal.hpp"
+#include "core/parked_op.hpp"
 #include "core/sync_wait.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -217,10 +218,8 @@ class conn_req_new_op final : public cm_event_sink,
       else
         result = conn_req(std::move(req_));
     }
-    auto executor = asio::get_associated_executor(handler_, ex_);
-    asio::dispatch(executor, [h = std::move(handler_), ec, r = std::move(result)]() mutable {
-      std::move(h)(to_completion_error(ec), std::move(r));
-    });
+    // Posted: never run inside the channel drain that delivered the event.
+    post_completion(ex_, std::move(handler_), ec, std::move(result));
   }
 
   asio::any_io_executor ex_;
