@@ -115,21 +115,33 @@ cm_channel::~cm_channel() {
 
 int cm_channel::fd() const noexcept { return prov_.event_channel_fd(native_); }
 
-void cm_channel::attach(std::uint64_t token, cm_event_sink* sink) { sinks_[token] = sink; }
+void cm_channel::attach(std::uint64_t token, cm_event_sink* sink, const asio::any_io_executor& ex) {
+  const std::lock_guard lock(mutex_);
+  sinks_[token] = route{sink, ex ? ex : ex_};
+}
 
-void cm_channel::detach(std::uint64_t token) noexcept { sinks_.erase(token); }
+void cm_channel::detach(std::uint64_t token) noexcept {
+  const std::lock_guard lock(mutex_);
+  sinks_.erase(token);
+}
 
 void cm_channel::hold() {
+  const std::lock_guard lock(mutex_);
   ++holds_;
-  watch();
+  watch_locked();
 }
 
 void cm_channel::release() noexcept {
+  const std::lock_guard lock(mutex_);
   if (holds_ > 0) --holds_;
-  if (holds_ == 0 && watching_ && descriptor_) descriptor_->cancel();
+  if (holds_ == 0 && watching_ && descriptor_) {
+    boost::system::error_code ignored;
+    descriptor_->cancel(ignored);
+  }
 }
 
 void cm_channel::shutdown() noexcept {
+  const std::lock_guard lock(mutex_);
   closed_ = true;
   sinks_.clear();
   holds_ = 0;
@@ -142,19 +154,27 @@ void cm_channel::release_descriptor() noexcept {
   descriptor_.reset();
 }
 
-void cm_channel::watch() {
+void cm_channel::watch_locked() {
   if (watching_ || closed_ || holds_ == 0) return;
   if (!descriptor_) descriptor_.emplace(ex_, fd());
   watching_ = true;
-  descriptor_->async_wait(asio::posix::stream_descriptor::wait_read,
-                          [self = shared_from_this()](const std::error_code& ec) {
-                            self->watching_ = false;
-                            if (!ec) self->drain();
-                            if (self->holds_ == 0)
-                              self->release_descriptor();
-                            else
-                              self->watch();
-                          });
+  descriptor_->async_wait(
+      asio::posix::stream_descriptor::wait_read,
+      [self = shared_from_this()](const std::error_code& ec) { self->on_ready(ec); });
+}
+
+void cm_channel::on_ready(const std::error_code& ec) {
+  {
+    const std::lock_guard lock(mutex_);
+    watching_ = false;
+    if (closed_) return;
+  }
+  if (!ec) drain();
+  const std::lock_guard lock(mutex_);
+  if (holds_ == 0)
+    release_descriptor();
+  else
+    watch_locked();
 }
 
 result<provider::cm_event> cm_channel::read_now() {
@@ -187,16 +207,33 @@ void cm_channel::drain() {
       ARPMA_LOG_FAILURE("get cm event", ec);
       return;
     }
-    const auto it = sinks_.find(event.context);
-    if (it == sinks_.end()) {
+    asio::any_io_executor to;
+    {
+      const std::lock_guard lock(mutex_);
+      const auto it = sinks_.find(event.context);
+      if (it != sinks_.end()) to = it->second.ex;
+    }
+    if (!to) {
       ARPMA_LOG(log_level::debug, "dropped %s for an id without owner",
                 provider::to_string(event.type));
       continue;
     }
     ARPMA_LOG(log_level::debug, "%s for token %llu", provider::to_string(event.type),
               static_cast<unsigned long long>(event.context));
-    it->second->on_cm_event(event);
+    // On the sink's executor; looked up again there: it may have gone since.
+    asio::dispatch(to, [self = shared_from_this(), event] { self->deliver(event); });
   }
+}
+
+void cm_channel::deliver(const provider::cm_event& event) {
+  cm_event_sink* sink = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    const auto it = sinks_.find(event.context);
+    if (it != sinks_.end()) sink = it->second.sink;
+  }
+  // Detached only on its own executor, which this runs on: it cannot go now.
+  if (sink != nullptr) sink->on_cm_event(event);
 }
 
 void on_loop_shutdown(const asio::any_io_executor& ex,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 
@@ -24,6 +25,10 @@ class cm_event_sink {
 /// One provider event channel, shared by any number of cm ids. Each id is
 /// created with a token as its context; an event is routed by that token, so
 /// an event for an id whose owner has gone is dropped, never misdelivered.
+/// Each sink hears its events on its own executor (dispatched there: at once
+/// when the drain already runs on it), so objects on different strands of a
+/// multi-threaded io_context share the channel; its routing table, holds and
+/// descriptor are kept under a mutex.
 /// The descriptor is watched only while some operation waits (holds the
 /// channel), so io_context::run returns when arpma has nothing in flight, as
 /// with any Asio I/O object; events arriving meanwhile stay in the channel
@@ -40,7 +45,10 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   [[nodiscard]] provider::event_channel* native() const noexcept { return native_; }
   [[nodiscard]] provider::provider& owner() const noexcept { return prov_; }
   [[nodiscard]] int fd() const noexcept;
-  [[nodiscard]] std::size_t attached() const noexcept { return sinks_.size(); }
+  [[nodiscard]] std::size_t attached() const noexcept {
+    const std::lock_guard lock(mutex_);
+    return sinks_.size();
+  }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
 
   /// Reads one event without the loop, for the C API: waits for one if the
@@ -51,9 +59,13 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   std::error_code set_blocking(bool blocking) const noexcept;
 
   /// A fresh token to create an id with.
-  [[nodiscard]] std::uint64_t reserve_token() noexcept { return next_token_++; }
-  /// Routes events with `token` to `sink`.
-  void attach(std::uint64_t token, cm_event_sink* sink);
+  [[nodiscard]] std::uint64_t reserve_token() noexcept {
+    const std::lock_guard lock(mutex_);
+    return next_token_++;
+  }
+  /// Routes events with `token` to `sink`, called on `ex` (empty: the
+  /// channel's executor); attaching again changes the executor.
+  void attach(std::uint64_t token, cm_event_sink* sink, const asio::any_io_executor& ex = {});
   /// Stops routing `token`.
   void detach(std::uint64_t token) noexcept;
   /// An operation starts waiting: watch the fd.
@@ -64,15 +76,23 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   void shutdown() noexcept;
 
  private:
-  void watch();
+  struct route {
+    cm_event_sink* sink = nullptr;
+    asio::any_io_executor ex;
+  };
+  void watch_locked();
+  void on_ready(const std::error_code& ec);
   void drain();
+  /// Hands `event` to its token's sink if it is still attached.
+  void deliver(const provider::cm_event& event);
   void release_descriptor() noexcept;
 
   provider::provider& prov_;
   provider::event_channel* native_;
   asio::any_io_executor ex_;
   std::optional<asio::posix::stream_descriptor> descriptor_;
-  std::unordered_map<std::uint64_t, cm_event_sink*> sinks_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, route> sinks_;
   std::uint64_t next_token_ = 1;
   std::size_t holds_ = 0;
   bool watching_ = false;

@@ -139,7 +139,7 @@ class conn_req_new_op final : public cm_event_sink,
       return finish(id.error());
     }
     req_->id = id.value();
-    ch.attach(req_->token, this);
+    ch.attach(req_->token, this, ex_);
     ch.hold();
     arm_deadline();
     if (auto endpoint = numeric_endpoint(addr_, port_)) return resolve_addr(*endpoint);

@@ -178,8 +178,9 @@ std::error_code conn_state::destroy() noexcept {
 namespace arpma::detail {
 
 void conn_state::attach() {
-  if (attached) return;
-  channel->attach(token, this);
+  // Again when attached: the executor its events go to may have changed
+  // (a request connected on another strand than it was made on).
+  channel->attach(token, this, ex);
   attached = true;
 }
 

@@ -56,8 +56,8 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
       if (!shared) return fail(shared.error());
       if (auto ec = state_->move_to(shared.value())) return fail(ec);
     }
-    state_->attach();
     state_->ex = executor();
+    state_->attach();
     hold(state_->channel);
     state_->watch(shared_from_this());
     const auto len = static_cast<std::uint8_t>(pdata_.size());

@@ -119,8 +119,8 @@ void endpoint_state::on_cm_event(const provider::cm_event& event) {
   }
   // Its own token at once: no later event of this id reads as the endpoint's.
   prov().set_context(event.id, request->token);
-  request->attach();
   request->ex = ex;
+  request->attach();
   pending.back() = std::move(request);
   watchers_.poke_all();
 }
@@ -227,7 +227,7 @@ result<endpoint> endpoint::listen(const asio::any_io_executor& ex, const peer& p
   auto state = std::make_unique<detail::endpoint_state>(p.state(), channel.value(), token);
   state->ex = ex;
   if (auto ec = state->listen(std::string(addr), std::string(port))) return ec;
-  state->channel->attach(state->token, state.get());
+  state->channel->attach(state->token, state.get(), state->ex);
   state->attached = true;
   return endpoint(std::move(state));
 }

@@ -12,8 +12,11 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <array>
 #include <atomic>
@@ -175,6 +178,98 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
     (void)c->pair.client.close();
     (void)c->pair.server.close();
   }
+}
+
+// The whole life of each connection on its own strand, 4 threads running the
+// io_context: request, connect, accept, data, events, disconnect. The
+// shared event channel hands each object its events on that object's
+// strand (TSan: no race on any object's state).
+TEST_F(executor_integration, a_strand_per_connection_serializes_its_whole_life) {
+  constexpr int connections = 8;
+  constexpr int writes = 20;
+  std::atomic<int> off_strand{0};
+  std::atomic<int> clients_done{0};
+  std::atomic<int> servers_done{0};
+  std::vector<char> theirs(slot * connections);
+  auto dst =
+      arpma::local_mr::reg(*peer, theirs.data(), theirs.size(), arpma::mr_usage::write_dst).value();
+  const auto remote = arpma::remote_mr::from_descriptor(dst.descriptor()).value();
+  std::vector<std::vector<char>> mine(connections, std::vector<char>(slot, 'm'));
+  auto check = [&](const auto& strand) {
+    if (!strand.running_in_this_thread()) ++off_strand;
+  };
+  // The server: an endpoint on a strand, each accepted request on a strand of its own.
+  auto accept_strand = asio::make_strand(io);
+  endpoint = arpma::endpoint::listen(accept_strand, *peer, arpma::test::test_addr(), "0").value();
+  const auto port = std::to_string(endpoint.port());
+  asio::co_spawn(
+      accept_strand,
+      [&]() -> asio::awaitable<void> {
+        for (int i = 0; i < connections; ++i) {
+          auto in = co_await endpoint.async_next_conn_req({}, asio::use_awaitable);
+          check(accept_strand);
+          auto strand = asio::make_strand(io);
+          asio::co_spawn(
+              strand,
+              [&, strand, in = std::move(in)]() mutable -> asio::awaitable<void> {
+                auto conn = co_await in.async_connect({}, asio::use_awaitable);
+                check(strand);
+                for (;;) {
+                  const auto ev = co_await conn.async_next_event(asio::use_awaitable);
+                  check(strand);
+                  if (ev == arpma::conn_event::closed) break;
+                }
+                (void)conn.close();
+                ++servers_done;
+              },
+              asio::detached);
+        }
+      },
+      asio::detached);
+  for (int i = 0; i < connections; ++i) {
+    auto strand = asio::make_strand(io);
+    asio::co_spawn(
+        strand,
+        [&, strand, i]() -> asio::awaitable<void> {
+          auto req = co_await arpma::async_conn_req_new(*peer, arpma::test::test_addr(), port, {},
+                                                        asio::use_awaitable);
+          check(strand);
+          auto conn = co_await req.async_connect({}, asio::use_awaitable);
+          check(strand);
+          auto src =
+              arpma::local_mr::reg(*peer, mine[i].data(), slot, arpma::mr_usage::write_src).value();
+          for (int w = 0; w < writes; ++w) {
+            co_await conn.async_write(remote, static_cast<std::size_t>(i) * slot, src, 0, slot,
+                                      asio::use_awaitable);
+            check(strand);
+          }
+          co_await conn.async_disconnect(asio::use_awaitable);
+          check(strand);
+          (void)conn.close();
+          ++clients_done;
+        },
+        [](const std::exception_ptr& e) {
+          if (!e) return;
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& x) {
+            ADD_FAILURE() << "client failed: " << x.what();
+          }
+        });
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while ((clients_done < connections || servers_done < connections) &&
+             std::chrono::steady_clock::now() < end)
+        io.run_for(std::chrono::milliseconds(10));
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(clients_done.load(), connections);
+  EXPECT_EQ(servers_done.load(), connections);
+  EXPECT_EQ(off_strand.load(), 0);
+  EXPECT_EQ(theirs, std::vector<char>(slot * connections, 'm'));
 }
 
 }  // namespace
