@@ -11,6 +11,36 @@
 #include <vector>
 
 namespace arpma::detail {
+
+// The io_context's parked operations, linked through their own hooks.
+class parked_list {
+ public:
+  void push(parked_link& op) noexcept {
+    op.prev_ = nullptr;
+    op.next_ = head_;
+    if (head_ != nullptr) head_->prev_ = &op;
+    head_ = &op;
+    op.linked_ = true;
+  }
+  void erase(parked_link& op) noexcept {
+    if (!op.linked_) return;
+    if (op.prev_ != nullptr) op.prev_->next_ = op.next_;
+    if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
+    if (head_ == &op) head_ = op.next_;
+    op.prev_ = op.next_ = nullptr;
+    op.linked_ = false;
+  }
+  /// Unlinks the first one, or nullptr.
+  parked_link* pop() noexcept {
+    parked_link* first = head_;
+    if (first != nullptr) erase(*first);
+    return first;
+  }
+
+ private:
+  parked_link* head_ = nullptr;
+};
+
 namespace {
 
 // Per io_context: the shared channel of each provider, and every channel
@@ -25,6 +55,17 @@ class cm_service final : public asio::execution_context::service {
   explicit cm_service(asio::execution_context& ctx) : service(ctx) {}
 
   void shutdown() override {
+    // Parked operations first: destroying them releases what they hold.
+    for (;;) {
+      parked_link* op = nullptr;
+      {
+        const std::lock_guard lock(mutex_);
+        stopped_ = true;
+        op = parked_.pop();
+      }
+      if (op == nullptr) break;
+      op->abandon_parked();
+    }
     std::vector<std::shared_ptr<cm_channel>> live;
     std::vector<std::shared_ptr<loop_shutdown_listener>> listeners;
     {
@@ -39,6 +80,17 @@ class cm_service final : public asio::execution_context::service {
     }
     for (auto& l : listeners) l->abandon();
     for (auto& channel : live) channel->shutdown();
+  }
+
+  bool park(parked_link& op) {
+    const std::lock_guard lock(mutex_);
+    if (stopped_) return false;
+    parked_.push(op);
+    return true;
+  }
+  void unpark(parked_link& op) noexcept {
+    const std::lock_guard lock(mutex_);
+    parked_.erase(op);
   }
 
   void listen(const std::shared_ptr<loop_shutdown_listener>& l) {
@@ -72,6 +124,8 @@ class cm_service final : public asio::execution_context::service {
   std::map<provider::provider*, std::weak_ptr<cm_channel>> shared_;
   std::vector<std::weak_ptr<cm_channel>> bound_;
   std::vector<std::weak_ptr<loop_shutdown_listener>> listeners_;
+  parked_list parked_;
+  bool stopped_ = false;
 };
 
 cm_service& service_of(const asio::any_io_executor& ex) {
@@ -239,6 +293,14 @@ void cm_channel::deliver(const provider::cm_event& event) {
 void on_loop_shutdown(const asio::any_io_executor& ex,
                       const std::shared_ptr<loop_shutdown_listener>& listener) {
   service_of(ex).listen(listener);
+}
+
+bool park_on_loop(const asio::any_io_executor& ex, parked_link& op) {
+  return service_of(ex).park(op);
+}
+
+void unpark_from_loop(const asio::any_io_executor& ex, parked_link& op) noexcept {
+  service_of(ex).unpark(op);
 }
 
 result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,

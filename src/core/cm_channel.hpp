@@ -112,6 +112,29 @@ class loop_shutdown_listener {
 void on_loop_shutdown(const asio::any_io_executor& ex,
                       const std::shared_ptr<loop_shutdown_listener>& listener);
 
+/// A pending operation that owns itself while it waits (an event, a peer):
+/// linked into its io_context's arpma service, which destroys it uncalled
+/// when the io_context shuts down, as Asio destroys its own pending
+/// operations. Intrusive: linking allocates nothing.
+class parked_link {
+ public:
+  /// The io_context goes: let go of the self-reference (no handler call).
+  virtual void abandon_parked() noexcept = 0;
+
+ protected:
+  ~parked_link() = default;
+
+ private:
+  friend class parked_list;
+  parked_link* prev_ = nullptr;
+  parked_link* next_ = nullptr;
+  bool linked_ = false;
+};
+/// Links `op` into `ex`'s io_context; false once that has shut down.
+bool park_on_loop(const asio::any_io_executor& ex, parked_link& op);
+/// Unlinks `op` (it completed).
+void unpark_from_loop(const asio::any_io_executor& ex, parked_link& op) noexcept;
+
 /// The channel shared by every id that C++ callers create on one io_context
 /// with one provider: 1,000 requests in flight use one fd, not 1,000.
 [[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(

@@ -59,14 +59,15 @@ void fail_on_loop(const asio::any_io_executor& loop, Handler handler, const std:
 }
 
 /// An operation completed by something other than Asio (an event routed by a
-/// cm_channel). While it waits, its only owner is a timer armed at "never":
-/// a destroyed io_context destroys it, and its handler, like any pending
-/// Asio operation. `complete` runs the handler once, always through post, so
-/// no handler ever runs inside the code that completed it.
+/// cm_channel). While it waits it owns itself, and is linked into its
+/// io_context's arpma service (parked_link: no allocation, no timer): a
+/// destroyed io_context destroys it, and its handler, uncalled, like any
+/// pending Asio operation. `complete` runs the handler once, always through
+/// post, so no handler ever runs inside the code that completed it.
 ///
 /// `Derived` provides `void cancelled()` (called on the executor).
 template <class Derived, class... Results>
-class parked_op : public std::enable_shared_from_this<Derived> {
+class parked_op : public std::enable_shared_from_this<Derived>, public parked_link {
  public:
   using handler_type = asio::any_completion_handler<void(error_code, Results...)>;
 
@@ -76,24 +77,22 @@ class parked_op : public std::enable_shared_from_this<Derived> {
   [[nodiscard]] bool done() const noexcept { return done_; }
   [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
 
+  void abandon_parked() noexcept override {
+    done_ = true;
+    auto self = std::move(self_);  // the last reference, most likely: destroyed here
+  }
+
  protected:
   parked_op(asio::any_io_executor ex, handler_type handler)
-      : ex_(std::move(ex)), handler_(std::move(handler)), timer_(ex_) {}
+      : ex_(std::move(ex)), handler_(std::move(handler)) {}
   ~parked_op() {
     if (held_) held_->release();
   }
 
   /// Holds the operation until `complete`; hooks cancellation of the
   /// `honoured` types.
-  /// `owned_by_timer` false: the caller keeps the operation alive and
-  /// destroys it if the loop goes away (the data path's dispatcher does, to
-  /// spare two timer updates per operation).
-  void park(asio::cancellation_type honoured, bool owned_by_timer = true) {
-    if (owned_by_timer) {
-      timer_.expires_at(asio::steady_timer::time_point::max());
-      timer_.async_wait([self = this->shared_from_this()](const std::error_code&) {});
-      timer_armed_ = true;
-    }
+  void park(asio::cancellation_type honoured) {
+    if (park_on_loop(ex_, *this)) self_ = this->shared_from_this();
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (!slot.is_connected()) return;
     slot.assign([weak = this->weak_from_this(), honoured](asio::cancellation_type type) {
@@ -120,16 +119,16 @@ class parked_op : public std::enable_shared_from_this<Derived> {
     if (held_) std::exchange(held_, nullptr)->release();
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) slot.clear();
-    if (timer_armed_) timer_.cancel();
+    unpark_from_loop(ex_, *this);
+    auto self = std::move(self_);  // alive until this returns
     post_completion(ex_, std::move(handler_), ec, std::move(results)...);
   }
 
  private:
   asio::any_io_executor ex_;
   handler_type handler_;
-  asio::steady_timer timer_;
   std::shared_ptr<cm_channel> held_;
-  bool timer_armed_ = false;
+  std::shared_ptr<Derived> self_;  ///< while parked: the operation owns itself
   bool done_ = false;
 };
 
