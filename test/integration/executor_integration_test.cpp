@@ -144,9 +144,11 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
     conns.push_back(std::move(c));
   }
   std::atomic<int> finished{0};
+  // Owned here: a step that held itself would never be freed.
+  std::vector<std::unique_ptr<std::function<void(int)>>> steps;
   for (auto& c : conns) {
     // A write then a read back, `rounds` times; every handler checks its strand.
-    auto step = std::make_shared<std::function<void(int)>>();
+    auto* step = steps.emplace_back(std::make_unique<std::function<void(int)>>()).get();
     *step = [&, raw = c.get(), step](int i) {
       if (i == rounds) {
         ++finished;
