@@ -44,10 +44,12 @@ class ring {
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   T& front() noexcept { return at(0); }
-  const T& front() const noexcept { return at(0); }
+  [[nodiscard]] const T& front() const noexcept { return at(0); }
   T& back() noexcept { return at(count_ - 1); }
   T& at(std::size_t i) noexcept { return slots_[(head_ + i) % slots_.size()]; }
-  const T& at(std::size_t i) const noexcept { return slots_[(head_ + i) % slots_.size()]; }
+  [[nodiscard]] const T& at(std::size_t i) const noexcept {
+    return slots_[(head_ + i) % slots_.size()];
+  }
 
   void push_back(const T& value) {
     if (count_ == slots_.size()) grow();
@@ -66,8 +68,8 @@ class ring {
 
   iterator begin() noexcept { return {this, 0}; }
   iterator end() noexcept { return {this, count_}; }
-  const_iterator begin() const noexcept { return {this, 0}; }
-  const_iterator end() const noexcept { return {this, count_}; }
+  [[nodiscard]] const_iterator begin() const noexcept { return {this, 0}; }
+  [[nodiscard]] const_iterator end() const noexcept { return {this, count_}; }
 
  private:
   void grow() {

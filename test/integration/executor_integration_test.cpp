@@ -110,12 +110,12 @@ TEST_F(executor_integration, a_handler_runs_on_its_own_executor_which_counts_the
   EXPECT_EQ(theirs, mine);
 }
 
-// 4 threads run one io_context; each connection's operations and handlers
-// are serialized by its own strand. Set up and torn down on one thread (the
-// cm path's executor rule is issue 15's next step); the data path runs on all four.
+// 4 threads run one io_context; each of 64 connections' data operations and
+// handlers are serialized by its own strand (set up and torn down on one
+// thread here; the next test runs the whole life on the strands).
 TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
-  constexpr int connections = 16;
-  constexpr int rounds = 50;
+  constexpr int connections = 64;
+  constexpr int rounds = 20;
   struct conn_under_test {
     std::optional<asio::strand<asio::io_context::executor_type>> strand;
     arpma::test::connected_pair pair;

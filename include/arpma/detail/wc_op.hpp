@@ -90,7 +90,7 @@ template <class Handler>
 class wc_op_impl final : public wc_op {
   using work_type = std::decay_t<decltype(boost::asio::prefer(
       std::declval<const wc_handler_executor_t<Handler>&>(),
-      boost::asio::execution::outstanding_work.tracked))>;
+      boost::asio::execution::outstanding_work_t::tracked))>;
 
  public:
   using allocator_type =
@@ -106,7 +106,7 @@ class wc_op_impl final : public wc_op {
     if constexpr (std::is_same_v<decltype(ex), boost::asio::any_io_executor>)
       if (!ex) return;  // no loop at all (an empty object): nothing to count on
     if (!same_executor(ex, io))
-      work_.emplace(boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked));
+      work_.emplace(boost::asio::prefer(ex, boost::asio::execution::outstanding_work_t::tracked));
   }
 
   [[nodiscard]] allocator_type get_allocator() const noexcept {
