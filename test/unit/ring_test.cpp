@@ -16,7 +16,7 @@ TEST(ring, keeps_order_across_wrap_around_and_growth) {
   ring<int> r;
   EXPECT_TRUE(r.empty());
   for (int i = 0; i < 10; ++i) r.push_back(i);
-  r.pop_front(7);  // head moves on: the next pushes wrap around
+  r.pop_front(7);                                // head moves on: the next pushes wrap around
   for (int i = 10; i < 40; ++i) r.push_back(i);  // grows while wrapped
   std::vector<int> expected;
   for (int i = 7; i < 40; ++i) expected.push_back(i);
