@@ -38,26 +38,23 @@ std::optional<tcp::endpoint> numeric_endpoint(const std::string& addr, const std
   return tcp::endpoint(ip, number);
 }
 
-// Lifetime: the operation is owned by its own pending waits. The deadline
-// timer is always armed while it runs (at "never" without a timeout), so a
-// destroyed io_context destroys the operation, and with it every resource and
-// the handler, without calling anything.
-class conn_req_new_op final : public cm_event_sink,
-                              public std::enable_shared_from_this<conn_req_new_op> {
+// Lifetime: a parked operation (owned by itself while it runs, linked into
+// its io_context's arpma service), so a destroyed io_context destroys it, and
+// with it every resource and the handler, without calling anything. Asio's
+// own waits (name resolution, the deadline) hold it weakly.
+class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_new_op, conn_req> {
  public:
   enum class stage { starting, name, addr, route, done };
 
   conn_req_new_op(asio::any_io_executor ex, std::shared_ptr<peer_state> peer, std::string addr,
                   std::string port, const conn_cfg& cfg, channel_mode mode,
                   conn_req_handler handler)
-      : ex_(std::move(ex)),
+      : parked_op(std::move(ex), std::move(handler)),
         peer_(std::move(peer)),
         addr_(std::move(addr)),
         port_(std::move(port)),
         cfg_(cfg),
-        mode_(mode),
-        handler_(std::move(handler)),
-        timer_(ex_) {}
+        mode_(mode) {}
 
   conn_req_new_op(const conn_req_new_op&) = delete;
   conn_req_new_op& operator=(const conn_req_new_op&) = delete;
@@ -66,21 +63,14 @@ class conn_req_new_op final : public cm_event_sink,
   ~conn_req_new_op() = default;
 
   void start() {
-    auto slot = asio::get_associated_cancellation_slot(handler_);
-    if (slot.is_connected()) {
-      slot.assign([weak = weak_from_this()](asio::cancellation_type type) {
-        constexpr auto honoured =
-            asio::cancellation_type::terminal | asio::cancellation_type::partial;
-        if ((type & honoured) == asio::cancellation_type::none) return;
-        if (auto self = weak.lock())
-          asio::post(self->ex_, [self] {
-            self->finish(boost::system::error_code(asio::error::operation_aborted));
-          });
-      });
-    }
+    park(asio::cancellation_type::terminal | asio::cancellation_type::partial);
     // Everything runs from the loop, never inside the initiating function.
-    asio::post(ex_, [self = shared_from_this()] { self->begin(); });
+    asio::post(executor(), [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->begin();
+    });
   }
+
+  void cancelled() { finish(aborted()); }
 
   void on_cm_event(const provider::cm_event& ev) override {
     switch (stage_) {
@@ -125,31 +115,32 @@ class conn_req_new_op final : public cm_event_sink,
   void begin_steps() {
     if (stage_ != stage::starting) return;
     if (peer_ == nullptr || peer_->pd == nullptr || addr_.empty() || port_.empty() ||
-        cfg_.timeout.count() < 0 || ex_.target<asio::system_executor>() != nullptr)
+        cfg_.timeout.count() < 0)
       return finish(make_error_code(errc::invalid_argument));
-    auto channel = mode_ == channel_mode::shared ? shared_cm_channel(prov(), ex_)
-                                                 : cm_channel::create(prov(), ex_);
+    const auto& ex = executor();
+    auto channel = mode_ == channel_mode::shared ? shared_cm_channel(prov(), ex)
+                                                 : cm_channel::create(prov(), ex);
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
     req_ = std::make_unique<conn_state>(peer_, channel.value(), ch.reserve_token());
-    req_->ex = ex_;
+    req_->ex = ex;
     auto id = prov().create_id(ch.native(), req_->token);
     if (!id) {
       ARPMA_LOG_FAILURE("create id", id.error());
       return finish(id.error());
     }
     req_->id = id.value();
-    ch.attach(req_->token, this, ex_);
-    ch.hold();
+    ch.attach(req_->token, this, ex);
+    hold(channel.value());
     arm_deadline();
     if (auto endpoint = numeric_endpoint(addr_, port_)) return resolve_addr(*endpoint);
     stage_ = stage::name;
-    resolver_.emplace(ex_);
-    resolver_->async_resolve(addr_, port_,
-                             [self = shared_from_this()](const std::error_code& ec,
-                                                         const tcp::resolver::results_type& r) {
-                               self->on_name_resolved(ec, r);
-                             });
+    resolver_.emplace(ex);
+    resolver_->async_resolve(
+        addr_, port_,
+        [weak = weak_from_this()](const std::error_code& ec, const tcp::resolver::results_type& r) {
+          if (auto self = weak.lock()) self->on_name_resolved(ec, r);
+        });
   }
 
   void on_name_resolved(const std::error_code& ec, const tcp::resolver::results_type& results) {
@@ -186,13 +177,14 @@ class conn_req_new_op final : public cm_event_sink,
 
   int timeout_ms() const noexcept { return static_cast<int>(cfg_.timeout.count()); }
 
+  // Only with a timeout: a timer is never what keeps the operation alive.
   void arm_deadline() {
-    if (cfg_.timeout.count() > 0)
-      timer_.expires_after(cfg_.timeout);
-    else
-      timer_.expires_at(asio::steady_timer::time_point::max());
-    timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
-      if (!ec && self->stage_ != stage::done) {
+    if (cfg_.timeout.count() <= 0) return;
+    if (!timer_) timer_.emplace(executor());
+    timer_->expires_after(cfg_.timeout);
+    timer_->async_wait([weak = weak_from_this()](const std::error_code& ec) {
+      auto self = weak.lock();
+      if (!ec && self && self->stage_ != stage::done) {
         ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", self->addr_.c_str(),
                   self->port_.c_str(), static_cast<long long>(self->cfg_.timeout.count()));
         self->finish(std::make_error_code(std::errc::timed_out));
@@ -203,33 +195,26 @@ class conn_req_new_op final : public cm_event_sink,
   void finish(const std::error_code& ec) {
     if (stage_ == stage::done) return;
     stage_ = stage::done;
-    auto slot = asio::get_associated_cancellation_slot(handler_);
-    if (slot.is_connected()) slot.clear();
-    timer_.cancel();
+    if (timer_) timer_->cancel();
     if (resolver_) resolver_->cancel();
     conn_req result;
     if (req_) {
-      if (req_->channel) {
-        req_->channel->detach(req_->token);
-        req_->channel->release();
-      }
+      if (req_->channel) req_->channel->detach(req_->token);
       if (ec)
         req_.reset();  // reverse-order teardown
       else
         result = conn_req(std::move(req_));
     }
     // Posted: never run inside the channel drain that delivered the event.
-    post_completion(ex_, std::move(handler_), ec, std::move(result));
+    complete(ec, std::move(result));
   }
 
-  asio::any_io_executor ex_;
   std::shared_ptr<peer_state> peer_;
   std::string addr_;
   std::string port_;
   conn_cfg cfg_;
   channel_mode mode_;
-  conn_req_handler handler_;
-  asio::steady_timer timer_;
+  std::optional<asio::steady_timer> timer_;
   std::optional<tcp::resolver> resolver_;
   std::unique_ptr<conn_state> req_;
   stage stage_ = stage::starting;
@@ -240,9 +225,11 @@ class conn_req_new_op final : public cm_event_sink,
 void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
                         std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
                         conn_req_handler handler) {
-  auto op = std::make_shared<conn_req_new_op>(std::move(ex), std::move(peer), std::move(addr),
-                                              std::move(port), cfg, mode, std::move(handler));
-  op->start();
+  if (!runs_operations(ex))
+    return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), conn_req{});
+  std::make_shared<conn_req_new_op>(std::move(ex), std::move(peer), std::move(addr),
+                                    std::move(port), cfg, mode, std::move(handler))
+      ->start();
 }
 
 }  // namespace detail

@@ -41,7 +41,11 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
  public:
   cq_wait(asio::any_io_executor ex, wait_handler handler, provider::provider& prov,
           const cq_state& q)
-      : ex_(std::move(ex)), handler_(std::move(handler)), prov_(prov), channel_(q.own_channel) {}
+      : ex_(std::move(ex)),
+        handler_(std::move(handler)),
+        work_(track_handler_work(handler_, ex_)),
+        prov_(prov),
+        channel_(q.own_channel) {}
   cq_wait(const cq_wait&) = delete;
   cq_wait& operator=(const cq_wait&) = delete;
   ~cq_wait() { release(); }
@@ -64,6 +68,7 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
   void gone() override { end(aborted()); }  // the CQ goes: never touched again
   void abandon() noexcept override {
     abandoned_ = true;
+    work_.reset();
     release();  // the handler goes, uncalled, with the wait that owns this
   }
 
@@ -85,7 +90,7 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
     release();
     auto slot = asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) slot.clear();
-    post_completion(ex_, std::move(handler_), ec);
+    post_completion(ex_, std::move(work_), std::move(handler_), ec);
   }
 
   void release() noexcept {
@@ -96,6 +101,7 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
 
   asio::any_io_executor ex_;
   wait_handler handler_;
+  handler_work work_;
   provider::provider& prov_;
   provider::comp_channel* channel_;
   std::optional<asio::posix::stream_descriptor> fd_;

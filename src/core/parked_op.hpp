@@ -6,13 +6,17 @@
 #include "core/cm_channel.hpp"
 #include "core/error_internal.hpp"
 
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/system_executor.hpp>
 
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -27,6 +31,34 @@ void post_completion(const asio::any_io_executor& ex, Handler handler, const std
                   ... r = std::move(results)]() mutable {
     auto executor = asio::get_associated_executor(h, ex);
     asio::dispatch(executor, [h = std::move(h), error, ... r = std::move(r)]() mutable {
+      std::move(h)(error, std::move(r)...);
+    });
+  });
+}
+
+/// Work counted on an erased handler's associated executor while its
+/// operation waits (Asio's handler_work): empty when that executor is `io`,
+/// the object's own, whose pending wait is the work already.
+using handler_work = std::optional<asio::any_completion_executor>;
+
+template <class Handler>
+[[nodiscard]] handler_work track_handler_work(const Handler& handler,
+                                              const asio::any_io_executor& io) {
+  if (!static_cast<bool>(io)) return std::nullopt;
+  auto ex = asio::get_associated_executor(handler, io);
+  if (ex == asio::any_completion_executor(std::nothrow, io)) return std::nullopt;
+  return asio::prefer(ex, asio::execution::outstanding_work_t::tracked);
+}
+
+/// post_completion for an operation that counted `work`: the count ends once
+/// the handler is on its way to that executor.
+template <class Handler, class... Results>
+void post_completion(const asio::any_io_executor& ex, handler_work work, Handler handler,
+                     const std::error_code& ec, Results... results) {
+  if (!work) return post_completion(ex, std::move(handler), ec, std::move(results)...);
+  asio::post(ex, [w = std::move(*work), h = std::move(handler), error = to_completion_error(ec),
+                  ... r = std::move(results)]() mutable {
+    asio::dispatch(w, [h = std::move(h), error, ... r = std::move(r)]() mutable {
       std::move(h)(error, std::move(r)...);
     });
   });
@@ -63,7 +95,8 @@ void fail_on_loop(const asio::any_io_executor& loop, Handler handler, const std:
 /// io_context's arpma service (parked_link: no allocation, no timer): a
 /// destroyed io_context destroys it, and its handler, uncalled, like any
 /// pending Asio operation. `complete` runs the handler once, always through
-/// post, so no handler ever runs inside the code that completed it.
+/// post, so no handler ever runs inside the code that completed it; a
+/// handler bound to another executor has work counted there meanwhile.
 ///
 /// `Derived` provides `void cancelled()` (called on the executor).
 template <class Derived, class... Results>
@@ -84,7 +117,9 @@ class parked_op : public std::enable_shared_from_this<Derived>, public parked_li
 
  protected:
   parked_op(asio::any_io_executor ex, handler_type handler)
-      : ex_(std::move(ex)), handler_(std::move(handler)) {}
+      : ex_(std::move(ex)),
+        handler_(std::move(handler)),
+        work_(track_handler_work(handler_, ex_)) {}
   ~parked_op() {
     if (held_) held_->release();
   }
@@ -121,12 +156,13 @@ class parked_op : public std::enable_shared_from_this<Derived>, public parked_li
     if (slot.is_connected()) slot.clear();
     unpark_from_loop(ex_, *this);
     auto self = std::move(self_);  // alive until this returns
-    post_completion(ex_, std::move(handler_), ec, std::move(results)...);
+    post_completion(ex_, std::move(work_), std::move(handler_), ec, std::move(results)...);
   }
 
  private:
   asio::any_io_executor ex_;
   handler_type handler_;
+  handler_work work_;
   std::shared_ptr<cm_channel> held_;
   std::shared_ptr<Derived> self_;  ///< while parked: the operation owns itself
   bool done_ = false;

@@ -1,8 +1,10 @@
 // Every asynchronous operation that can stay pending, table-driven (issue
-// 15): closing the object it was started on completes it with
-// operation_aborted and lets run() return; destroying the io_context
-// instead destroys it uncalled and leaves every provider fd open (the
-// provider owns them). Soft provider on loopback (verbs in the guest).
+// 15): closing the object it was started on (cancelling it, for the two that
+// own their object) completes it with operation_aborted and lets run()
+// return; destroying the io_context instead destroys it uncalled and leaves
+// every provider fd open (the provider owns them); a handler bound to
+// another io_context keeps that one's run() going until it ran. Soft
+// provider on loopback (verbs in the guest).
 #include "arpma/connection.hpp"
 
 #include "arpma/cq.hpp"
@@ -15,16 +17,23 @@
 #include "support/connected_pair.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <fcntl.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -40,6 +49,25 @@ struct objects {
   arpma::srq srq;
   std::vector<char> memory = std::vector<char>(4096);
   std::optional<arpma::local_mr> mr;
+  std::optional<arpma::conn_req> request;  // the one being connected
+  bool connecting = false;
+  asio::cancellation_signal signal;
+  asio::any_io_executor handler_ex;  // where the handlers run: io's, unless set
+
+  // `f` bound to the handlers' executor.
+  template <class F>
+  auto bind(F f) {
+    return asio::bind_executor(handler_ex ? handler_ex : io->get_executor(), std::move(f));
+  }
+  // `f` with the cancellation signal's slot.
+  template <class F>
+  auto cancellable(F f) {
+    return asio::bind_cancellation_slot(signal.slot(), bind(std::move(f)));
+  }
+  // Cancels from `ex`, where the operation runs (a slot is not thread-safe).
+  void cancel_on(const asio::any_io_executor& ex) {
+    asio::dispatch(ex, [this] { signal.emit(asio::cancellation_type::terminal); });
+  }
 
   // The provider's fds the pending operations watch.
   [[nodiscard]] std::vector<int> provider_fds() const {
@@ -55,7 +83,12 @@ struct pending_case {
   const char* name;
   std::function<void(objects&, done_fn)> start;
   std::function<void(objects&)> close;
+  // Under way once this holds; none for those whose event arrives at once
+  // (they are closed before the loop reads it).
+  std::function<bool(const objects&)> started;
 };
+
+bool always(const objects& /*unused*/) { return true; }
 
 void PrintTo(const pending_case& c, std::ostream* os) { *os << c.name; }
 
@@ -63,34 +96,63 @@ const std::vector<pending_case>& cases() {
   static const std::vector<pending_case> all = {
       {"connection_async_recv",
        [](objects& o, done_fn d) {
-         o.pair.client.async_recv(*o.mr, 0, 64, [d](arpma::error_code ec, auto) { d(ec); });
+         o.pair.client.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
-       [](objects& o) { (void)o.pair.client.close(); }},
+       [](objects& o) { (void)o.pair.client.close(); }, always},
       {"connection_async_next_event",
        [](objects& o, done_fn d) {
-         o.pair.client.async_next_event([d](arpma::error_code ec, auto) { d(ec); });
+         o.pair.client.async_next_event(o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
-       [](objects& o) { (void)o.pair.client.close(); }},
+       [](objects& o) { (void)o.pair.client.close(); }, always},
+      {"connection_async_disconnect",
+       [](objects& o, done_fn d) {
+         o.pair.client.async_disconnect(o.bind([d](arpma::error_code ec) { d(ec); }));
+       },
+       [](objects& o) { (void)o.pair.client.close(); }, nullptr},
       {"cq_async_wait",
        [](objects& o, done_fn d) {
-         o.pair.client.completion_queue().async_wait([d](arpma::error_code ec) { d(ec); });
+         o.pair.client.completion_queue().async_wait(o.bind([d](arpma::error_code ec) { d(ec); }));
        },
-       [](objects& o) { (void)o.pair.client.close(); }},
+       [](objects& o) { (void)o.pair.client.close(); }, always},
       {"srq_async_recv",
        [](objects& o, done_fn d) {
-         o.srq.async_recv(*o.mr, 0, 64, [d](arpma::error_code ec, auto) { d(ec); });
+         o.srq.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
-       [](objects& o) { (void)o.srq.close(); }},
+       [](objects& o) { (void)o.srq.close(); }, always},
       {"srq_cq_async_wait",
        [](objects& o, done_fn d) {
-         o.srq.completion_queue().async_wait([d](arpma::error_code ec) { d(ec); });
+         o.srq.completion_queue().async_wait(o.bind([d](arpma::error_code ec) { d(ec); }));
        },
-       [](objects& o) { (void)o.srq.close(); }},
+       [](objects& o) { (void)o.srq.close(); }, always},
       {"endpoint_async_next_conn_req",
        [](objects& o, done_fn d) {
-         o.endpoint.async_next_conn_req({}, [d](arpma::error_code ec, auto) { d(ec); });
+         o.endpoint.async_next_conn_req({}, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
-       [](objects& o) { (void)o.endpoint.shutdown(); }},
+       [](objects& o) { (void)o.endpoint.shutdown(); }, always},
+      // Owns its request: cancelled. Nobody takes it at the endpoint.
+      {"conn_req_async_connect",
+       [](objects& o, done_fn d) {
+         arpma::async_conn_req_new(o.io->get_executor(), *o.peer, arpma::test::test_addr(),
+                                   std::to_string(o.endpoint.port()), {},
+                                   [&o, d](arpma::error_code ec, arpma::conn_req r) {
+                                     if (ec) return d(ec);
+                                     o.request.emplace(std::move(r));
+                                     o.request->async_connect(
+                                         {},
+                                         o.cancellable([d](arpma::error_code e, auto) { d(e); }));
+                                     o.connecting = true;
+                                   });
+       },
+       [](objects& o) { o.cancel_on(o.handler_ex ? o.handler_ex : o.io->get_executor()); },
+       [](const objects& o) { return o.connecting; }},
+      // Owns what it builds: cancelled before the loop reads its events.
+      {"async_conn_req_new",
+       [](objects& o, done_fn d) {
+         arpma::async_conn_req_new(o.io->get_executor(), *o.peer, arpma::test::test_addr(),
+                                   std::to_string(o.endpoint.port()), {},
+                                   o.cancellable([d](arpma::error_code ec, auto) { d(ec); }));
+       },
+       [](objects& o) { o.cancel_on(o.io->get_executor()); }, nullptr},
   };
   return all;
 }
@@ -115,8 +177,12 @@ class pending_ops : public ::testing::TestWithParam<pending_case> {
     o.srq = std::move(s).value();
   }
 
-  // Runs the loop long enough for the operation to be under way.
+  // Runs the loop until the operation is under way, and a little more.
   void settle() {
+    const auto& started = GetParam().started;
+    if (!started) return;
+    ASSERT_TRUE(arpma::test::run_until(
+        *o.io, [&] { return started(o); }, 10s));
     o.io->restart();
     o.io->run_for(20ms);
   }
@@ -145,6 +211,34 @@ TEST_P(pending_ops, a_destroyed_io_context_destroys_it_uncalled_and_leaves_the_f
   o.io.reset();
   EXPECT_FALSE(called);
   for (const int fd : fds) EXPECT_NE(::fcntl(fd, F_GETFD), -1) << "fd " << fd << " closed";
+}
+
+TEST_P(pending_ops, a_handler_on_another_io_context_keeps_that_one_running_until_it_ran) {
+  asio::io_context other;
+  o.handler_ex = other.get_executor();
+  std::atomic<bool> called{false};
+  std::error_code outcome;  // written before `called`, read after
+  GetParam().start(o, [&](std::error_code ec) {
+    EXPECT_TRUE(other.get_executor().running_in_this_thread());
+    outcome = ec;
+    called = true;
+  });
+  settle();
+  std::atomic<bool> other_returned{false};
+  std::thread runner([&] {
+    other.run();
+    other_returned = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(other_returned) << "no work counted on the handler's io_context";
+  EXPECT_FALSE(called);
+  GetParam().close(o);
+  EXPECT_TRUE(arpma::test::run_until(
+      *o.io, [&] { return other_returned.load(); }, 10s));
+  if (!other_returned) other.stop();
+  runner.join();
+  ASSERT_TRUE(called);
+  EXPECT_EQ(outcome, std::errc::operation_canceled) << outcome.message();
 }
 
 INSTANTIATE_TEST_SUITE_P(all, pending_ops, ::testing::ValuesIn(cases()),
