@@ -41,6 +41,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
@@ -300,6 +301,45 @@ void coawait(benchmark::State& state, bool busy) {
   w.io.restart();
 }
 void coawait_busy(benchmark::State& state) { coawait(state, true); }
+
+// What Asio's own simplest co_await operation costs, for reference: raw post
+// + poll, then one coroutine suspend and resume through the io_context
+// (co_await asio::post). (co_await asio::dispatch on the loop's own thread
+// resumes inside its initiation, nesting a frame per iteration: no loop.)
+void asio_post_reference(benchmark::State& state) {
+  auto& w = world_of(state);
+  auto* st = w.conn.state();
+  arpma::provider::send_wr wr;
+  wr.opcode = arpma::provider::wr_opcode::rdma_write;
+  wr.local = arpma::detail::state_of(*w.mr)->slice(0, message);
+  wr.remote_addr = w.remote->addr();
+  wr.rkey = w.remote->rkey();
+  asio::co_spawn(
+      w.io,
+      [&]() -> asio::awaitable<void> {
+        std::array<arpma::provider::work_completion, 1> wc{};
+        auto post_poll = [&] {
+          check(w.prov->post_send(st->id, wr), "post_send");
+          while (w.prov->poll_cq(st->cq.cq, wc).value() == 0) {
+          }
+        };
+        for (int i = 0; i < warmup; ++i) {
+          post_poll();
+          co_await asio::post(w.io, asio::use_awaitable);
+        }
+        const allocation_meter meter;
+        while (state.KeepRunning()) {
+          post_poll();
+          co_await asio::post(w.io, asio::use_awaitable);
+        }
+        meter.report(state);
+      },
+      [](const std::exception_ptr& e) {
+        if (e) std::rethrow_exception(e);
+      });
+  w.io.run();
+  w.io.restart();
+}
 void coawait_fd(benchmark::State& state) { coawait(state, false); }
 
 using arpma::test::block_allocator;
@@ -388,6 +428,7 @@ void register_all() {
   using fn = void (*)(benchmark::State&);
   const std::pair<const char*, fn> cases[] = {
       {"raw_post_poll", raw_post_poll},
+      {"asio_post", asio_post_reference},
       {"c_busy", c_busy},
       {"c_fd", c_fd},
       {"cxx_post_poll", cxx_post_poll},

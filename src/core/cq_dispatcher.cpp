@@ -227,8 +227,19 @@ void cq_dispatcher::fail_pending() noexcept {
 }
 
 void cq_dispatcher::drain_cqs() {
+  if (draining_) {
+    std::array<provider::work_completion, 4> nested{};
+    drain_into(nested);
+  } else {
+    draining_ = true;
+    drain_into(batch_);
+    draining_ = false;
+  }
+  if (!closed_) settle();
+}
+
+void cq_dispatcher::drain_into(std::span<provider::work_completion> batch) {
   auto& p = prov_;
-  std::array<provider::work_completion, 32> batch{};
   for (auto* cq : cqs_) {
     if (cq == nullptr) continue;
     for (;;) {
@@ -246,7 +257,6 @@ void cq_dispatcher::drain_cqs() {
       if (got.value() < batch.size()) break;
     }
   }
-  settle();
 }
 
 void cq_dispatcher::dispatch(const provider::work_completion& wc) {
