@@ -95,43 +95,43 @@ void PrintTo(const pending_case& c, std::ostream* os) { *os << c.name; }
 const std::vector<pending_case>& cases() {
   static const std::vector<pending_case> all = {
       {"connection_async_recv",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.pair.client.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.pair.client.close(); }, always},
       {"connection_async_next_event",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.pair.client.async_next_event(o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.pair.client.close(); }, always},
       {"connection_async_disconnect",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.pair.client.async_disconnect(o.bind([d](arpma::error_code ec) { d(ec); }));
        },
        [](objects& o) { (void)o.pair.client.close(); }, nullptr},
       {"cq_async_wait",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.pair.client.completion_queue().async_wait(o.bind([d](arpma::error_code ec) { d(ec); }));
        },
        [](objects& o) { (void)o.pair.client.close(); }, always},
       {"srq_async_recv",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.srq.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.srq.close(); }, always},
       {"srq_cq_async_wait",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.srq.completion_queue().async_wait(o.bind([d](arpma::error_code ec) { d(ec); }));
        },
        [](objects& o) { (void)o.srq.close(); }, always},
       {"endpoint_async_next_conn_req",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          o.endpoint.async_next_conn_req({}, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.endpoint.shutdown(); }, always},
       // Owns its request: cancelled. Nobody takes it at the endpoint.
       {"conn_req_async_connect",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          arpma::async_conn_req_new(o.io->get_executor(), *o.peer, arpma::test::test_addr(),
                                    std::to_string(o.endpoint.port()), {},
                                    [&o, d](arpma::error_code ec, arpma::conn_req r) {
@@ -147,7 +147,7 @@ const std::vector<pending_case>& cases() {
        [](const objects& o) { return o.connecting; }},
       // Owns what it builds: cancelled before the loop reads its events.
       {"async_conn_req_new",
-       [](objects& o, done_fn d) {
+       [](objects& o, const done_fn& d) {
          arpma::async_conn_req_new(o.io->get_executor(), *o.peer, arpma::test::test_addr(),
                                    std::to_string(o.endpoint.port()), {},
                                    o.cancellable([d](arpma::error_code ec, auto) { d(ec); }));
