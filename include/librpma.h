@@ -383,18 +383,26 @@ int rpma_mr_remote_get_flush_type(const struct rpma_mr_remote* mr, int* flush_ty
 int rpma_mr_remote_delete(struct rpma_mr_remote** mr_ptr);
 
 /*
- * rpma_mr_advise -- ibv_advise_mr for On-Demand Paging regions; no provider
- * of arpma registers with On-Demand Paging.
+ * rpma_mr_advise -- ibv_advise_mr on [offset, offset + len) of a region
+ * registered with On-Demand Paging (rpma_mr_reg falls back to it where the
+ * device has it and a plain registration is refused: FS-DAX memory).
+ * advice: IBV_ADVISE_MR_ADVICE_PREFETCH, _PREFETCH_WRITE or
+ * _PREFETCH_NO_FAULT; flags: 0 or IBV_ADVISE_MR_FLAG_FLUSH. The soft
+ * provider has nothing to fault in: a valid advice succeeds at once.
  *
- * RETURN VALUE: RPMA_E_INVAL (mr is NULL), otherwise RPMA_E_NOSUPP.
+ * RETURN VALUE: 0; RPMA_E_INVAL (mr is NULL, the range is outside the
+ * region, or ibv_advise_mr says EINVAL / EFAULT); RPMA_E_NOSUPP (the device
+ * has no On-Demand Paging: EOPNOTSUPP); RPMA_E_PROVIDER (any other errno).
  */
 int rpma_mr_advise(struct rpma_mr_local* mr, size_t offset, size_t len, int advice, uint32_t flags);
 
 /*
- * rpma_utils_ibv_context_is_odp_capable -- whether registrations use
- * On-Demand Paging: never in arpma (*is_odp_capable = 0).
+ * rpma_utils_ibv_context_is_odp_capable -- whether the device does
+ * On-Demand Paging for RC reads and writes (ibv_query_device_ex's odp_caps,
+ * as librpma): 1 or 0 in *is_odp_capable. Always 0 on the soft provider.
  *
- * RETURN VALUE: 0, or RPMA_E_INVAL (ibv_ctx or is_odp_capable is NULL).
+ * RETURN VALUE: 0, or RPMA_E_INVAL (ibv_ctx or is_odp_capable is NULL, or a
+ * context no provider knows).
  */
 int rpma_utils_ibv_context_is_odp_capable(struct ibv_context* ibv_ctx, int* is_odp_capable);
 

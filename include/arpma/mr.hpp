@@ -31,6 +31,12 @@ inline constexpr int recv = 1 << 7;
 inline constexpr int all = (1 << 8) - 1;
 }  // namespace mr_usage
 
+/// What local_mr::advise asks (ibv_advise_mr's advice values).
+enum class mr_advice : int { prefetch = 0, prefetch_write = 1, prefetch_no_fault = 2 };
+/// local_mr::advise's flag: complete only once the prefetch is done
+/// (IBV_ADVISE_MR_FLAG_FLUSH).
+inline constexpr std::uint32_t mr_advise_flush = 1;
+
 /// librpma's wire form of a registration: address (u64), length (u64),
 /// rkey (u32), usage (u8), little-endian, 21 bytes.
 inline constexpr std::size_t mr_descriptor_size = 21;
@@ -57,6 +63,15 @@ class local_mr {
   /// What the other side needs to reach this region (send it securely:
   /// private data is not authenticated).
   [[nodiscard]] mr_descriptor descriptor() const noexcept;
+  /// Advises the device on [offset, offset + len) of a region registered
+  /// with On-Demand Paging (ibv_advise_mr, as rpma_mr_advise): `flags` 0 or
+  /// mr_advise_flush. Errors: errc::invalid_argument (an empty object, a
+  /// range outside the region or over 4 GiB), the provider's errno
+  /// (EOPNOTSUPP where the device has no On-Demand Paging, EINVAL / EFAULT
+  /// for what it refuses). The soft provider has nothing to fault in: a
+  /// valid advice succeeds at once.
+  std::error_code advise(std::size_t offset, std::size_t len, mr_advice advice,
+                         std::uint32_t flags = 0) const noexcept;
   /// Deregisters now; the provider's error if that failed (the object is
   /// emptied either way).
   std::error_code dereg() noexcept;

@@ -27,6 +27,13 @@ enum class ibv_context_type : int { local = 0, remote = 1 };
 /// (== errc::provider) when no device owns it.
 [[nodiscard]] result<::ibv_context*> get_ibv_context(std::string_view addr, ibv_context_type type);
 
+/// Whether `context`'s device does On-Demand Paging for RC reads and writes
+/// (rpma_utils_ibv_context_is_odp_capable). Where it does, local_mr::reg
+/// registers with On-Demand Paging when a plain registration is refused
+/// with EOPNOTSUPP (FS-DAX memory), as librpma. errc::invalid_argument for a
+/// null context or one no provider knows.
+[[nodiscard]] result<bool> is_odp_capable(::ibv_context* context) noexcept;
+
 /// A protection domain on one device. Movable; the PD lives as long as the
 /// peer or anything created from it (connection requests keep it alive).
 class peer {

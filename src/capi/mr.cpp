@@ -87,15 +87,26 @@ int rpma_mr_remote_delete(struct rpma_mr_remote** mr_ptr) {
   return 0;
 }
 
-int rpma_mr_advise(struct rpma_mr_local* mr, size_t /*offset*/, size_t /*len*/, int /*advice*/,
-                   uint32_t /*flags*/) {
+int rpma_mr_advise(struct rpma_mr_local* mr, size_t offset, size_t len, int advice,
+                   uint32_t flags) {
   if (mr == nullptr) return RPMA_E_INVAL;
-  return RPMA_E_NOSUPP;  // no provider does On-Demand Paging (ibv_advise_mr)
+  const std::error_code ec =
+      mr->cxx.advise(offset, len, static_cast<arpma::mr_advice>(advice), flags);
+  if (!ec) return 0;
+  // librpma's mapping of ibv_advise_mr's errno.
+  if (ec == std::errc::operation_not_supported || ec == std::errc::not_supported)
+    return RPMA_E_NOSUPP;
+  if (ec == std::errc::invalid_argument || ec == std::errc::bad_address ||
+      ec == arpma::errc::invalid_argument)
+    return RPMA_E_INVAL;
+  return RPMA_E_PROVIDER;
 }
 
 int rpma_utils_ibv_context_is_odp_capable(struct ibv_context* ibv_ctx, int* is_odp_capable) {
   if (ibv_ctx == nullptr || is_odp_capable == nullptr) return RPMA_E_INVAL;
-  *is_odp_capable = 0;  // arpma registers without On-Demand Paging
+  const auto capable = arpma::is_odp_capable(ibv_ctx);
+  if (!capable) return RPMA_E_INVAL;
+  *is_odp_capable = capable.value() ? 1 : 0;
   return 0;
 }
 

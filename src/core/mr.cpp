@@ -70,9 +70,13 @@ result<local_mr> local_mr::reg(const peer& p, void* ptr, std::size_t size, int u
   if (!p.state() || ptr == nullptr || size == 0 || usage == 0 || (usage & ~mr_usage::all) != 0)
     return make_error_code(errc::invalid_argument);
   auto& state = *p.state();
-  const bool native_flush = state.prov.caps(state.dev).native_flush;
-  auto registered =
-      state.prov.reg_mr(state.pd, ptr, size, detail::usage_to_access(usage, native_flush));
+  const auto caps = state.prov.caps(state.dev);
+  const int access = detail::usage_to_access(usage, caps.native_flush);
+  auto registered = state.prov.reg_mr(state.pd, ptr, size, access);
+  // Memory the device cannot pin (FS-DAX): an On-Demand Paging registration
+  // where the device has it, as librpma.
+  if (!registered && caps.odp && registered.error() == std::errc::operation_not_supported)
+    registered = state.prov.reg_mr(state.pd, ptr, size, access | provider::access::on_demand);
   if (!registered) {
     ARPMA_LOG_FAILURE("register memory", registered.error());
     return registered.error();
@@ -101,6 +105,16 @@ mr_descriptor local_mr::descriptor() const noexcept {
   if (!state_) return {};
   return detail::encode(reinterpret_cast<std::uintptr_t>(state_->ptr),  // NOLINT: wire address
                         state_->size, state_->rkey(), state_->usage);
+}
+
+std::error_code local_mr::advise(std::size_t offset, std::size_t len, mr_advice advice,
+                                 std::uint32_t flags) const noexcept {
+  if (!state_ || !state_->contains(offset, len) || len > UINT32_MAX)
+    return make_error_code(errc::invalid_argument);
+  const auto ec = state_->peer->prov.advise_mr(state_->mr, offset, static_cast<std::uint32_t>(len),
+                                               static_cast<int>(advice), flags);
+  if (ec) ARPMA_LOG_FAILURE("advise mr", ec);
+  return ec;
 }
 
 std::error_code local_mr::dereg() noexcept {

@@ -32,6 +32,13 @@ result<::ibv_context*> get_ibv_context(std::string_view addr, ibv_context_type t
   }
 }
 
+result<bool> is_odp_capable(::ibv_context* context) noexcept {
+  if (context == nullptr) return make_error_code(errc::invalid_argument);
+  provider::provider* prov = provider::provider_of(context);
+  if (prov == nullptr) return make_error_code(errc::invalid_argument);
+  return prov->caps(context).odp;
+}
+
 result<peer> peer::create(::ibv_context* context) {
   if (context == nullptr) return make_error_code(errc::invalid_argument);
   provider::provider* prov = provider::provider_of(context);

@@ -189,6 +189,12 @@ std::error_code fault_provider::dereg_mr(mr* mr) noexcept {
   return released("dereg_mr", fault::object::mr, inner_.dereg_mr(mr));
 }
 
+std::error_code fault_provider::advise_mr(mr* mr, std::size_t offset, std::uint32_t length,
+                                          int advice, std::uint32_t flags) {
+  if (ARPMA_FAULT_POINT("advise_mr")) return err(EIO);
+  return inner_.advise_mr(mr, offset, length, advice, flags);
+}
+
 std::uint32_t fault_provider::mr_lkey(const mr* mr) const noexcept { return inner_.mr_lkey(mr); }
 
 std::uint32_t fault_provider::mr_rkey(const mr* mr) const noexcept { return inner_.mr_rkey(mr); }

@@ -77,6 +77,7 @@ inline constexpr int local_write = 1;
 inline constexpr int remote_write = 1 << 1;
 inline constexpr int remote_read = 1 << 2;
 inline constexpr int remote_atomic = 1 << 3;
+inline constexpr int on_demand = 1 << 6;  ///< an On-Demand Paging registration
 inline constexpr int flush_global = 1 << 8;
 inline constexpr int flush_persistent = 1 << 9;
 }  // namespace access
@@ -169,6 +170,7 @@ struct work_completion {
 struct device_caps {
   bool native_atomic_write = false;
   bool native_flush = false;
+  bool odp = false;  ///< On-Demand Paging for RC reads and writes (librpma's test)
 };
 
 /// The connect/accept parameters librpma sets (src/conn_req.c); the provider
@@ -260,6 +262,11 @@ class provider {
   virtual std::error_code dereg_mr(mr* mr) noexcept;
   [[nodiscard]] virtual std::uint32_t mr_lkey(const mr* mr) const noexcept;
   [[nodiscard]] virtual std::uint32_t mr_rkey(const mr* mr) const noexcept;
+  /// ibv_advise_mr on [offset, offset + length) of `mr` (the caller checked
+  /// the range): `advice` and `flags` are ibv's values. EOPNOTSUPP where the
+  /// device has no On-Demand Paging.
+  virtual std::error_code advise_mr(mr* mr, std::size_t offset, std::uint32_t length, int advice,
+                                    std::uint32_t flags);
   /// Posts on the QP of `id`; ENOMEM when its send queue is full.
   virtual std::error_code post_send(cm_id* id, const send_wr& wr);
   /// ENOMEM when the receive queue is full; EINVAL when the QP uses an SRQ.

@@ -108,6 +108,9 @@ result<mr*> provider::reg_mr(pd*, void*, std::size_t, int) { return not_supporte
 std::error_code provider::dereg_mr(mr*) noexcept { return not_supported(); }
 std::uint32_t provider::mr_lkey(const mr*) const noexcept { return 0; }
 std::uint32_t provider::mr_rkey(const mr*) const noexcept { return 0; }
+std::error_code provider::advise_mr(mr*, std::size_t, std::uint32_t, int, std::uint32_t) {
+  return not_supported();
+}
 std::error_code provider::post_send(cm_id*, const send_wr&) { return not_supported(); }
 std::error_code provider::post_recv(cm_id*, const recv_wr&) { return not_supported(); }
 result<std::size_t> provider::poll_cq(cq*, std::span<work_completion>) { return not_supported(); }

@@ -44,6 +44,10 @@ struct fake_provider::pd_obj {
   int qps = 0;
 };
 
+struct fake_provider::mr_obj {
+  int access = 0;
+};
+
 struct fake_provider::comp_obj {
   int fd = -1;
   int cqs = 0;
@@ -162,7 +166,7 @@ std::size_t fake_provider::live_objects() const {
   std::size_t qps = 0;
   for (const id* i : ids_) qps += i->has_qp ? 1 : 0;
   return channels_.size() + ids_.size() + pds_.size() + comps_.size() + cqs_.size() + srqs_.size() +
-         qps;
+         mrs_.size() + qps;
 }
 
 std::vector<std::string> fake_provider::violations() const {
@@ -545,6 +549,60 @@ void fake_provider::set_context(prov::cm_id* h, std::uint64_t context) noexcept 
 }
 
 // ---- provider: verbs -------------------------------------------------------
+
+void fake_provider::set_caps(const prov::device_caps& caps) {
+  const std::lock_guard lock(mutex_);
+  caps_ = caps;
+}
+
+std::vector<int> fake_provider::reg_accesses() const {
+  const std::lock_guard lock(mutex_);
+  return reg_accesses_;
+}
+
+std::vector<fake_provider::advice_call> fake_provider::advice_calls() const {
+  const std::lock_guard lock(mutex_);
+  return advice_calls_;
+}
+
+prov::device_caps fake_provider::caps(const prov::device* dev) const noexcept {
+  const std::lock_guard lock(mutex_);
+  return dev == dev_ ? caps_ : prov::device_caps{};
+}
+
+result<prov::mr*> fake_provider::reg_mr(prov::pd* pd, void* addr, std::size_t length, int access) {
+  {
+    const std::lock_guard lock(mutex_);
+    reg_accesses_.push_back(access);
+  }
+  if (auto ec = enter("reg_mr")) return ec;
+  const std::lock_guard lock(mutex_);
+  if (pds_.count(as<pd_obj>(pd)) == 0 || addr == nullptr || length == 0) return sys(EINVAL);
+  auto* m = new mr_obj{access};
+  mrs_.insert(m);
+  return handle<prov::mr>(m);
+}
+
+std::error_code fake_provider::dereg_mr(prov::mr* h) noexcept {
+  const auto scripted = enter("dereg_mr");
+  const std::lock_guard lock(mutex_);
+  auto* m = as<mr_obj>(h);
+  if (mrs_.erase(m) == 0) {
+    violations_.emplace_back("dereg of unknown mr");
+    return sys(EINVAL);
+  }
+  delete m;
+  return scripted;
+}
+
+std::error_code fake_provider::advise_mr(prov::mr* h, std::size_t offset, std::uint32_t length,
+                                         int advice, std::uint32_t flags) {
+  if (auto ec = enter("advise_mr")) return ec;
+  const std::lock_guard lock(mutex_);
+  if (mrs_.count(as<mr_obj>(h)) == 0) violations_.emplace_back("advise of unknown mr");
+  advice_calls_.push_back({offset, length, advice, flags});
+  return {};
+}
 
 result<prov::pd*> fake_provider::alloc_pd(prov::device* dev) {
   if (auto ec = enter("alloc_pd")) return ec;

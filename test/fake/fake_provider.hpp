@@ -60,6 +60,8 @@ class fake_provider final : public prov::provider {
   /// as the kernel does. Not a provider call: not in the call log.
   prov::cm_id* incoming(prov::cm_id* listener, std::vector<std::uint8_t> private_data = {},
                         std::chrono::milliseconds delay = {});
+  /// What caps() reports for the device (default: nothing native, no ODP).
+  void set_caps(const prov::device_caps& caps);
   /// Contexts are read when the event is read (rdma-core; default) or, with
   /// `false`, stamped when it is queued (as a provider copying them early would).
   void context_at_read(bool at_read);
@@ -100,6 +102,16 @@ class fake_provider final : public prov::provider {
   [[nodiscard]] prov::event_channel* channel_of(const prov::cm_id* id) const;
   /// The context `id` has now.
   [[nodiscard]] std::uint64_t context_of(const prov::cm_id* id) const;
+  /// The access flags of every reg_mr call, in order (failed ones included).
+  [[nodiscard]] std::vector<int> reg_accesses() const;
+  /// What one advise_mr call was given.
+  struct advice_call {
+    std::size_t offset = 0;
+    std::uint32_t length = 0;
+    int advice = 0;
+    std::uint32_t flags = 0;
+  };
+  [[nodiscard]] std::vector<advice_call> advice_calls() const;
   /// Events queued (not delayed) on `channel`.
   [[nodiscard]] std::size_t queued(const prov::event_channel* channel) const;
 
@@ -136,6 +148,13 @@ class fake_provider final : public prov::provider {
   std::error_code create_qp(prov::cm_id* id, prov::pd* pd, const prov::qp_config& config) override;
   void destroy_qp(prov::cm_id* id) noexcept override;
   std::uint32_t qp_num(const prov::cm_id* id) const noexcept override;
+  // MRs: registered (counted as live objects) and deregistered; advise_mr
+  // records its arguments and reports the scripted failure.
+  prov::device_caps caps(const prov::device* dev) const noexcept override;
+  result<prov::mr*> reg_mr(prov::pd* pd, void* addr, std::size_t length, int access) override;
+  std::error_code dereg_mr(prov::mr* mr) noexcept override;
+  std::error_code advise_mr(prov::mr* mr, std::size_t offset, std::uint32_t length, int advice,
+                            std::uint32_t flags) override;
   // SRQs: created, destroyed (EBUSY while a QP uses one) and counted; posting
   // records the call and reports the scripted failure, nothing more.
   result<prov::srq*> create_srq(prov::pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) override;
@@ -148,6 +167,7 @@ class fake_provider final : public prov::provider {
   struct comp_obj;
   struct cq_obj;
   struct srq_obj;
+  struct mr_obj;
 
  private:
   struct timed_event {
@@ -190,6 +210,10 @@ class fake_provider final : public prov::provider {
   std::set<comp_obj*> comps_;
   std::set<cq_obj*> cqs_;
   std::set<srq_obj*> srqs_;
+  std::set<mr_obj*> mrs_;
+  prov::device_caps caps_;
+  std::vector<int> reg_accesses_;
+  std::vector<advice_call> advice_calls_;
   int channels_created_ = 0;
   std::uint32_t next_qp_num_ = 1;
 

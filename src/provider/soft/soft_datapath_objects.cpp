@@ -100,6 +100,18 @@ result<mr*> soft_provider::reg_mr(pd* p, void* addr, std::size_t length, int acc
 
 std::error_code soft_provider::dereg_mr(mr* h) noexcept { return soft_dp::deregister_mr(h); }
 
+// Soft regions are plain memory, resident or faulted in by the copy that
+// touches them: every prefetch is done already. ibv's values are checked as
+// a device with On-Demand Paging would.
+std::error_code soft_provider::advise_mr(mr* h, std::size_t /*offset*/, std::uint32_t /*length*/,
+                                         int advice, std::uint32_t flags) {
+  constexpr int prefetch_no_fault = 2;     // IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+  constexpr std::uint32_t flag_flush = 1;  // IBV_ADVISE_MR_FLAG_FLUSH
+  if (h == nullptr || advice < 0 || advice > prefetch_no_fault || (flags & ~flag_flush) != 0)
+    return sys(EINVAL);
+  return {};
+}
+
 std::uint32_t soft_provider::mr_lkey(const mr* h) const noexcept { return soft_dp::lkey_of(h); }
 
 std::uint32_t soft_provider::mr_rkey(const mr* h) const noexcept { return soft_dp::rkey_of(h); }

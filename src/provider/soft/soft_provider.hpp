@@ -69,6 +69,8 @@ class soft_provider : public provider {  // not final: tests override single cal
   device_caps caps(const device* dev) const noexcept override;
   result<mr*> reg_mr(pd* p, void* addr, std::size_t length, int access) override;
   std::error_code dereg_mr(mr* h) noexcept override;
+  std::error_code advise_mr(mr* h, std::size_t offset, std::uint32_t length, int advice,
+                            std::uint32_t flags) override;
   std::uint32_t mr_lkey(const mr* h) const noexcept override;
   std::uint32_t mr_rkey(const mr* h) const noexcept override;
   std::error_code post_send(cm_id* h, const send_wr& wr) override;

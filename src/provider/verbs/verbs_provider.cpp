@@ -405,8 +405,12 @@ device_caps verbs_provider::caps(const device* dev) const noexcept {
   if (const auto it = caps_.find(dev); it != caps_.end()) return it->second;
   device_caps found;
   ibv_device_attr_ex attr{};
-  if (ibv_query_device_ex(const_cast<device*>(dev), nullptr, &attr) == 0)
+  if (ibv_query_device_ex(const_cast<device*>(dev), nullptr, &attr) == 0) {
     found.native_atomic_write = (attr.device_cap_flags_ex & device_atomic_write) != 0;
+    constexpr std::uint32_t rc_rw = IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_WRITE;
+    found.odp = (attr.odp_caps.general_caps & IBV_ODP_SUPPORT) != 0 &&
+                (attr.odp_caps.per_transport_caps.rc_odp_caps & rc_rw) == rc_rw;
+  }
   // rdma-core 44 has no flush verb, whatever the device can do.
   try {
     caps_.emplace(dev, found);
@@ -425,6 +429,18 @@ result<mr*> verbs_provider::reg_mr(pd* p, void* addr, std::size_t length, int ac
 
 std::error_code verbs_provider::dereg_mr(mr* m) noexcept {
   return from_status(ibv_dereg_mr(native(m)));
+}
+
+std::error_code verbs_provider::advise_mr(mr* m, std::size_t offset, std::uint32_t length,
+                                          int advice, std::uint32_t flags) {
+  ibv_mr* native_mr = native(m);
+  ibv_sge sg{};
+  sg.addr = reinterpret_cast<std::uintptr_t>(native_mr->addr) + offset;  // NOLINT: for the NIC
+  sg.length = length;
+  sg.lkey = native_mr->lkey;
+  // Returns the errno itself (EOPNOTSUPP where the driver has no ODP).
+  return from_status(
+      ibv_advise_mr(native_mr->pd, static_cast<ibv_advise_mr_advice>(advice), flags, &sg, 1));
 }
 
 std::uint32_t verbs_provider::mr_lkey(const mr* m) const noexcept { return native(m)->lkey; }

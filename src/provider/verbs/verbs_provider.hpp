@@ -51,6 +51,8 @@ class verbs_provider final : public provider {
   device_caps caps(const device* dev) const noexcept override;
   result<mr*> reg_mr(pd* pd, void* addr, std::size_t length, int access) override;
   std::error_code dereg_mr(mr* mr) noexcept override;
+  std::error_code advise_mr(mr* mr, std::size_t offset, std::uint32_t length, int advice,
+                            std::uint32_t flags) override;
   std::uint32_t mr_lkey(const mr* mr) const noexcept override;
   std::uint32_t mr_rkey(const mr* mr) const noexcept override;
   std::error_code post_send(cm_id* id, const send_wr& wr) override;
