@@ -247,6 +247,21 @@ TEST_F(lifecycle_capi, a_rejected_request_reaches_the_client_as_rejected) {
   EXPECT_EQ(rpma_ep_shutdown(&ep), 0);
 }
 
+// The same program hears the same on both providers: rdma_cm (rxe) rejects
+// a connection to a port without a listener; the soft provider reports its
+// refused TCP connection alike.
+TEST_F(lifecycle_capi, a_port_nobody_listens_on_rejects_the_connection) {
+  const watchdog guard(30s);
+  rpma_conn_req* req = nullptr;
+  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), port.c_str(), nullptr, &req), 0);
+  rpma_conn* conn = nullptr;
+  ASSERT_EQ(rpma_conn_req_connect(&req, nullptr, &conn), 0);
+  rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+  ASSERT_EQ(rpma_conn_next_event(conn, &ev), 0);
+  EXPECT_EQ(ev, RPMA_CONN_REJECTED) << rpma_utils_conn_event_2str(ev);
+  EXPECT_EQ(rpma_conn_delete(&conn), 0);
+}
+
 TEST_F(lifecycle_capi, shutting_down_an_endpoint_refuses_the_requests_it_did_not_take) {
   const watchdog guard(30s);
   rpma_ep* ep = nullptr;

@@ -389,15 +389,16 @@ TEST_P(soft_cm_family, reject_gives_rejected_with_the_consumer_reason_and_privat
   EXPECT_FALSE(readable(soft, lch, 100ms)) << "no event on the passive side";
 }
 
-TEST_P(soft_cm_family, connect_to_a_closed_port_is_unreachable) {
+TEST_P(soft_cm_family, connect_to_a_closed_port_is_rejected_as_rdma_cm_rejects_it) {
   prov::event_channel* ch = channel();
   prov::cm_id* active = resolved(ch, GetParam(), closed_port(GetParam()));
   ASSERT_FALSE(soft.connect(active, param_with("anyone?")));
   auto e = next_event(soft, ch);
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
+  EXPECT_EQ(e->type, cm_event_type::rejected) << prov::to_string(e->type);
   EXPECT_EQ(e->id, active);
-  EXPECT_EQ(e->status, -ECONNREFUSED);
+  EXPECT_EQ(e->status, 8) << "IB_CM_REJ_INVALID_SERVICE_ID, as rdma_cm reports it on rxe";
+  EXPECT_EQ(e->private_data_len, 0);
   EXPECT_EQ(soft.connect(active, {}), std::errc::invalid_argument) << "one attempt per id";
   EXPECT_EQ(soft.disconnect(active), std::errc::invalid_argument);
 }
@@ -770,7 +771,7 @@ TEST_F(soft_cm_test, running_out_of_descriptors_fails_only_the_connections_it_hi
     prov::cm_id* warm = resolved(warm_ch, "127.0.0.1", closed_port("127.0.0.1"));
     ASSERT_FALSE(soft.connect(warm, {}));
     auto e = next_event(soft, warm_ch);
-    ASSERT_TRUE(e && e->type == cm_event_type::unreachable);
+    ASSERT_TRUE(e && e->type == cm_event_type::rejected);
   }
 
   rlimit saved{};

@@ -103,6 +103,11 @@ using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame v
 
 /// IB CM reject reasons the soft provider sends.
 constexpr std::uint16_t rej_consumer_defined = 28;
+/// A connection refused at TCP level (nobody listens on the port) is
+/// rejected as the IB CM rejects a request for a port without a listener:
+/// IB_CM_REJ_INVALID_SERVICE_ID, the status rdma_cm reports on rxe (rdma-core
+/// 44, Linux 6.1, measured in the Soft-RoCE guest).
+constexpr int rej_invalid_service_id = 8;
 
 constexpr auto connect_timeout = std::chrono::seconds(20);
 constexpr auto linger_timeout = std::chrono::seconds(5);
@@ -1353,6 +1358,12 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
           const std::lock_guard lock(id->mutex);
           if (id->destroyed || id->link_closed || id->state != conn_state::connecting) {
             // Destroyed meanwhile: nobody to tell, nothing to send.
+          } else if (ec == asio::error::connection_refused && !id->connect_timed_out) {
+            // Nobody listens there: the remote CM would reject, so the same
+            // program hears the same on both providers. No route or no
+            // answer stays UNREACHABLE.
+            id->state = conn_state::closed;
+            id->push_locked(cm_event_type::rejected, rej_invalid_service_id);
           } else if (ec) {
             id->state = conn_state::closed;
             id->push_locked(cm_event_type::unreachable,
