@@ -7,6 +7,10 @@
 #   lib/libarpma.a, or libarpma.so.0.1.0 (SONAME libarpma.so.0) with BUILD_SHARED_LIBS=ON
 #   lib/cmake/arpma/arpma{Config,ConfigVersion,Targets}.cmake
 #                                                     find_package(arpma 0.1 CONFIG)
+#   lib/librpma.so.0.<version> (SONAME librpma.so.0, LIBRPMA_1.0 symbol versions) and the
+#   librpma.so link: the C API as librpma's drop-in, so that `-lrpma` and `pkg-config
+#   librpma` link arpma (ARPMA_INSTALL_LIBRPMA, on by default; off where Debian's librpma
+#   stays: then neither it nor librpma.pc is installed)
 #   lib/pkgconfig/arpma.pc, lib/pkgconfig/librpma.pc  pkg-config
 #   share/man/man3/rpma_*.3, share/man/man7/librpma.7 (cmake/ArpmaDocs.cmake)
 #
@@ -26,6 +30,13 @@ set(ARPMA_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/arpma"
     CACHE STRING "Where arpmaConfig.cmake is installed (relative to the prefix)")
 set(ARPMA_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
     CACHE STRING "Where arpma.pc and librpma.pc are installed (relative to the prefix)")
+# Sanitizer builds have no drop-in (src/CMakeLists.txt): their librpma.pc links libarpma.
+option(ARPMA_INSTALL_LIBRPMA
+       "Install the C API as librpma.so.0 and librpma.pc (off: keep the system's librpma)" ON)
+set(ARPMA_DROP_IN_INSTALLED OFF)
+if(ARPMA_INSTALL_LIBRPMA AND TARGET rpma_abi)
+  set(ARPMA_DROP_IN_INSTALLED ON)
+endif()
 
 # arpma::rpma: the C API's target (see above).
 add_library(arpma_rpma INTERFACE)
@@ -64,6 +75,14 @@ else()
   set(ARPMA_PC_LIBS "-L\${libdir} -larpma ${ARPMA_PC_DEPLIBS} ${ARPMA_PC_CXXLIBS}")
   set(ARPMA_PC_LIBS_PRIVATE "")
 endif()
+# librpma.pc: the drop-in where it is installed, as Debian's librpma.pc has it.
+if(ARPMA_DROP_IN_INSTALLED)
+  set(ARPMA_RPMA_PC_LIBS "-L\${libdir} -lrpma ${ARPMA_PC_DEPLIBS}")
+  set(ARPMA_RPMA_PC_LIBS_PRIVATE "${ARPMA_PC_CXXLIBS}")
+else()
+  set(ARPMA_RPMA_PC_LIBS "${ARPMA_PC_LIBS}")
+  set(ARPMA_RPMA_PC_LIBS_PRIVATE "${ARPMA_PC_LIBS_PRIVATE}")
+endif()
 # librpma.pc states the librpma API level it provides, so a librpma program's version check
 # (`pkg-config --atleast-version=1.0 librpma`, meson's dependency('librpma', version: ...))
 # keeps working; its Description names arpma's version.
@@ -96,6 +115,15 @@ if(ARPMA_INSTALL)
   install(FILES ${PROJECT_BINARY_DIR}/cmake/arpmaConfig.cmake
                 ${PROJECT_BINARY_DIR}/cmake/arpmaConfigVersion.cmake
           DESTINATION ${ARPMA_INSTALL_CMAKEDIR} COMPONENT arpma_development)
-  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/arpma.pc ${PROJECT_BINARY_DIR}/pkgconfig/librpma.pc
+  install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/arpma.pc
           DESTINATION ${ARPMA_INSTALL_PKGCONFIGDIR} COMPONENT arpma_development)
+  if(ARPMA_INSTALL_LIBRPMA)
+    install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/librpma.pc
+            DESTINATION ${ARPMA_INSTALL_PKGCONFIGDIR} COMPONENT arpma_development)
+  endif()
+  if(ARPMA_DROP_IN_INSTALLED)
+    install(TARGETS rpma_abi
+            LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT librpma_runtime
+                    NAMELINK_COMPONENT arpma_development)
+  endif()
 endif()

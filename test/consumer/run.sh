@@ -4,7 +4,9 @@
 #   1. configures and builds test/consumer/cxx (find_package(arpma 0.1 CONFIG REQUIRED):
 #      a C++ program on arpma::arpma and the C program on arpma::rpma) and runs both;
 #   2. builds test/consumer/c/main.c with `cc $(pkg-config --cflags --libs librpma)`,
-#      as an unchanged librpma program would be, and runs it;
+#      as an unchanged librpma program would be, and runs it; then with plain
+#      `-L<prefix>/lib -lrpma` (fio's and librpma's own build files), checks that
+#      librpma.so.0 resolves to the installed drop-in and runs it;
 #   3. checks that every function of the installed <librpma.h> has its man page.
 # The programs use the soft provider on loopback (ARPMA_PROVIDER=soft): no RDMA needed.
 #
@@ -75,6 +77,23 @@ step "run the C consumer (pkg-config librpma)"
 # A shared libarpma.so.0 is found like any library outside the loader's paths.
 LD_LIBRARY_PATH="$(pkg-config --variable=libdir librpma)${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" \
   "${work}/c_consumer"
+
+libdir="$(pkg-config --variable=libdir librpma)"
+if [[ -e "${libdir}/librpma.so" ]]; then
+  step "cc ... -L<prefix>/lib -lrpma -libverbs -lrdmacm: the installed drop-in, as a librpma build links"
+  "${cc}" -std=c11 -Wall -Wextra -Werror ${flags} -I"${prefix}/include" -o "${work}/c_lrpma" \
+    "${here}/c/main.c" -L"${libdir}" -lrpma -libverbs -lrdmacm
+  resolved="$(LD_LIBRARY_PATH="${libdir}" ldd "${work}/c_lrpma" | awk '$1 == "librpma.so.0" { print $3 }')"
+  echo "librpma.so.0 => ${resolved}"
+  [[ "$(readlink -f "${resolved}")" == "$(readlink -f "${libdir}")"/librpma.so.0.* ]] || {
+    echo "consumer: librpma.so.0 is not the installed drop-in" >&2
+    exit 1
+  }
+  step "run it (the soft provider on loopback: only arpma's librpma can)"
+  LD_LIBRARY_PATH="${libdir}" "${work}/c_lrpma"
+else
+  step "no librpma.so in the prefix (a sanitizer build or ARPMA_INSTALL_LIBRPMA=OFF): -lrpma not checked"
+fi
 
 step "man pages of the installed <librpma.h>"
 header="$(find "${prefix}" -name librpma.h -print -quit)"
