@@ -193,12 +193,16 @@ void cq_dispatcher::watch(channel& ch) {
 void cq_dispatcher::on_readable(channel& ch) {
   ch.waiting = false;
   if (closed_) return;
-  // Every pending event, each acknowledged and its CQ re-armed, then drain.
+  // One event, acknowledged and its CQ re-armed, then drain: the drain
+  // takes every completion of every CQ anyway, and an event still there
+  // (the other CQ's) wakes the next wait at once. Checking the fd again
+  // after each read cost a poll(2) per operation.
   take_ready_cq_events(
       prov_, ch.native, [](provider::cq*) { return true; },
       [this](provider::cq*, const std::error_code& rearm) {
         if (rearm) unarmed_ = true;  // what waits on it fails rather than hangs
-      });
+      },
+      1);
   drain_cqs();
   if (closed_) return;
   if (unarmed_) {

@@ -8,6 +8,8 @@
 #include "core/log_internal.hpp"
 #include "provider/provider.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <system_error>
 
 namespace arpma::detail {
@@ -25,15 +27,18 @@ inline std::error_code acknowledge_and_rearm(provider::provider& p, provider::cq
   return ec;
 }
 
-/// Takes every event `channel` holds now, reading only what is there (a
-/// blocking fd must never block the loop). For each: `ours(cq)` says
-/// whether to take it (another's event is left unacknowledged); then it is
-/// acknowledged, its CQ re-armed, and `taken(cq, rearm_error)` called.
+/// Takes every event `channel` holds now (`at_most` of them), reading only
+/// what is there (a blocking fd must never block the loop). For each:
+/// `ours(cq)` says whether to take it (another's event is left
+/// unacknowledged); then it is acknowledged, its CQ re-armed, and
+/// `taken(cq, rearm_error)` called. What is left is seen by the next wait on
+/// the fd: Asio's reactor re-arms an edge-triggered descriptor for every
+/// wait (EPOLL_CTL_MOD), and the kernel reports an fd that is readable then.
 template <class Ours, class Taken>
 void take_ready_cq_events(provider::provider& p, provider::comp_channel* channel, Ours ours,
-                          Taken taken) {
+                          Taken taken, std::size_t at_most = SIZE_MAX) {
   const int fd = p.comp_channel_fd(channel);
-  while (readable(fd)) {
+  for (std::size_t n = 0; n < at_most && readable(fd); ++n) {
     auto fired = p.get_cq_event(channel);
     if (!fired) break;
     if (!ours(fired.value())) continue;

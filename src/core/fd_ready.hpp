@@ -21,17 +21,16 @@ namespace arpma::detail {
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
-/// Calls `on_ready(std::error_code)` on `ex` once `native_fd` is readable:
-/// posted at once when it already is (the reactor is edge-triggered: an edge
-/// that came while nobody watched would not be seen again), else through an
-/// async_wait on `fd`, made on first use; the provider keeps owning the fd.
+/// Calls `on_ready(std::error_code)` on `ex` once `native_fd` is readable,
+/// through an async_wait on `fd`, made on first use; the provider keeps
+/// owning the fd. An fd made readable while nobody watched is seen too,
+/// although the reactor is edge-triggered: Asio's epoll reactor re-arms the
+/// descriptor (EPOLL_CTL_MOD) for every wait queued on an idle descriptor,
+/// and the kernel then reports an fd that is readable already. (No poll(2)
+/// first: it cost one per operation.)
 template <class Handler>
 void when_readable(std::optional<asio::posix::stream_descriptor>& fd,
                    const asio::any_io_executor& ex, int native_fd, Handler on_ready) {
-  if (readable(native_fd)) {
-    asio::post(ex, [h = std::move(on_ready)]() mutable { h(std::error_code()); });
-    return;
-  }
   if (!fd) fd.emplace(ex, native_fd);
   fd->async_wait(asio::posix::stream_descriptor::wait_read, std::move(on_ready));
 }
