@@ -15,6 +15,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # bench/run.sh: JSON to plot data (python3), PNG plots without X
   gnuplot-nox python3
+  # bench/syscalls.sh: per-operation syscalls (strace), context switches and CPU time (perf),
+  # and the baselines an RDMA engineer would use: sockperf (TCP), perftest (ib_*_lat)
+  strace linux-perf sockperf perftest
   # formatting and linting (scripts/lint.sh)
   clang-format clang-tidy
   # sanitizer runtimes for clang builds (the asan/tsan presets also work with g++)
