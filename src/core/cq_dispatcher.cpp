@@ -56,6 +56,10 @@ cq_dispatcher::cq_dispatcher(provider::provider& prov,
     if (native == nullptr) continue;
     auto ch = std::make_unique<channel>();
     ch->native = native;
+    // Only this dispatcher reads a C++ connection's channels (the C API's
+    // blocking fds never get one): non-blocking, an event is read without
+    // asking the fd first, and a wake-up that finds nothing reads EAGAIN.
+    ch->nonblocking = !set_fd_blocking(prov_.comp_channel_fd(native), false);
     channels_.push_back(std::move(ch));
   }
 }
@@ -202,7 +206,7 @@ void cq_dispatcher::on_readable(channel& ch) {
       [this](provider::cq*, const std::error_code& rearm) {
         if (rearm) unarmed_ = true;  // what waits on it fails rather than hangs
       },
-      1);
+      1, ch.nonblocking ? channel_fd::nonblocking : channel_fd::any);
   drain_cqs();
   if (closed_) return;
   if (unarmed_) {

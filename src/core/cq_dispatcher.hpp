@@ -83,6 +83,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
     provider::comp_channel* native = nullptr;
     std::optional<asio::posix::stream_descriptor> fd;
     bool waiting = false;
+    bool nonblocking = false;  ///< made so here: reads need no poll(2) first
   };
 
   void watch(channel& ch);

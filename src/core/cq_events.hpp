@@ -34,11 +34,16 @@ inline std::error_code acknowledge_and_rearm(provider::provider& p, provider::cq
 /// `taken(cq, rearm_error)` called. What is left is seen by the next wait on
 /// the fd: Asio's reactor re-arms an edge-triggered descriptor for every
 /// wait (EPOLL_CTL_MOD), and the kernel reports an fd that is readable then.
+/// `channel_fd::nonblocking`: the caller made the fd O_NONBLOCK, so an event
+/// is read without asking the fd first (EAGAIN ends the loop).
+enum class channel_fd { any, nonblocking };
+
 template <class Ours, class Taken>
 void take_ready_cq_events(provider::provider& p, provider::comp_channel* channel, Ours ours,
-                          Taken taken, std::size_t at_most = SIZE_MAX) {
+                          Taken taken, std::size_t at_most = SIZE_MAX,
+                          channel_fd mode = channel_fd::any) {
   const int fd = p.comp_channel_fd(channel);
-  for (std::size_t n = 0; n < at_most && readable(fd); ++n) {
+  for (std::size_t n = 0; n < at_most && (mode == channel_fd::nonblocking || readable(fd)); ++n) {
     auto fired = p.get_cq_event(channel);
     if (!fired) break;
     if (!ours(fired.value())) continue;
