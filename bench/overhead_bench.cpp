@@ -225,20 +225,31 @@ world& world_of(const benchmark::State&) { return *current; }
 
 // ---- the cases ------------------------------------------------------------------
 
-void raw_post_poll(benchmark::State& state) {
-  auto& w = world_of(state);
-  auto* st = w.conn.state();
-  arpma::provider::send_wr wr;
-  wr.opcode = arpma::provider::wr_opcode::rdma_write;
-  wr.local = arpma::detail::state_of(*w.mr)->slice(0, message);
-  wr.remote_addr = w.remote->addr();
-  wr.rkey = w.remote->rkey();
-  std::array<arpma::provider::work_completion, 1> wc{};
-  auto one = [&] {
-    check(w.prov->post_send(st->id, wr), "post_send");
-    while (w.prov->poll_cq(st->cq.cq, wc).value() == 0) {
+// The raw provider calls underneath one write: post_send, then spin on
+// poll_cq until its completion is there.
+class raw_write {
+ public:
+  explicit raw_write(world& w) : w_(w), st_(w.conn.state()) {
+    wr_.opcode = arpma::provider::wr_opcode::rdma_write;
+    wr_.local = arpma::detail::state_of(*w.mr)->slice(0, message);
+    wr_.remote_addr = w.remote->addr();
+    wr_.rkey = w.remote->rkey();
+  }
+  void operator()() {
+    check(w_.prov->post_send(st_->id, wr_), "post_send");
+    while (w_.prov->poll_cq(st_->cq.cq, wc_).value() == 0) {
     }
-  };
+  }
+
+ private:
+  world& w_;
+  arpma::detail::conn_state* st_;
+  arpma::provider::send_wr wr_;
+  std::array<arpma::provider::work_completion, 1> wc_{};
+};
+
+void raw_post_poll(benchmark::State& state) {
+  raw_write one(world_of(state));
   for (int i = 0; i < warmup; ++i) one();
   const allocation_meter meter;
   for (auto _ : state) one();
@@ -308,21 +319,10 @@ void coawait_busy(benchmark::State& state) { coawait(state, true); }
 // resumes inside its initiation, nesting a frame per iteration: no loop.)
 void asio_post_reference(benchmark::State& state) {
   auto& w = world_of(state);
-  auto* st = w.conn.state();
-  arpma::provider::send_wr wr;
-  wr.opcode = arpma::provider::wr_opcode::rdma_write;
-  wr.local = arpma::detail::state_of(*w.mr)->slice(0, message);
-  wr.remote_addr = w.remote->addr();
-  wr.rkey = w.remote->rkey();
+  raw_write post_poll(w);
   asio::co_spawn(
       w.io,
       [&]() -> asio::awaitable<void> {
-        std::array<arpma::provider::work_completion, 1> wc{};
-        auto post_poll = [&] {
-          check(w.prov->post_send(st->id, wr), "post_send");
-          while (w.prov->poll_cq(st->cq.cq, wc).value() == 0) {
-          }
-        };
         for (int i = 0; i < warmup; ++i) {
           post_poll();
           co_await asio::post(w.io, asio::use_awaitable);
