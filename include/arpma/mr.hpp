@@ -70,8 +70,8 @@ class local_mr {
   /// (EOPNOTSUPP where the device has no On-Demand Paging, EINVAL / EFAULT
   /// for what it refuses). The soft provider has nothing to fault in: a
   /// valid advice succeeds at once.
-  std::error_code advise(std::size_t offset, std::size_t len, mr_advice advice,
-                         std::uint32_t flags = 0) const noexcept;
+  [[nodiscard]] std::error_code advise(std::size_t offset, std::size_t len, mr_advice advice,
+                                       std::uint32_t flags = 0) const noexcept;
   /// Deregisters now; the provider's error if that failed (the object is
   /// emptied either way).
   std::error_code dereg() noexcept;
