@@ -1358,16 +1358,16 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
           const std::lock_guard lock(id->mutex);
           if (id->destroyed || id->link_closed || id->state != conn_state::connecting) {
             // Destroyed meanwhile: nobody to tell, nothing to send.
-          } else if (ec == asio::error::connection_refused && !id->connect_timed_out) {
+          } else if (ec) {
+            id->state = conn_state::closed;
+            const int err = id->connect_timed_out ? ETIMEDOUT : errno_of(ec);
             // Nobody listens there: the remote CM would reject, so the same
             // program hears the same on both providers. No route or no
             // answer stays UNREACHABLE.
-            id->state = conn_state::closed;
-            id->push_locked(cm_event_type::rejected, rej_invalid_service_id);
-          } else if (ec) {
-            id->state = conn_state::closed;
-            id->push_locked(cm_event_type::unreachable,
-                            -(id->connect_timed_out ? ETIMEDOUT : errno_of(ec)));
+            if (err == ECONNREFUSED)
+              id->push_locked(cm_event_type::rejected, rej_invalid_service_id);
+            else
+              id->push_locked(cm_event_type::unreachable, -err);
           } else {
             id->state = conn_state::req_sent;
             id->port = local_port_of(*id->socket);
