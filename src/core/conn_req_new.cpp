@@ -9,10 +9,6 @@
 #include "core/parked_op.hpp"
 #include "core/sync_wait.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/system_executor.hpp>
-
 #include <charconv>
 #include <optional>
 
