@@ -149,7 +149,7 @@ class soft_setup {
   void reap_cxx(int n) {
     auto cq = post_conn_.completion_queue();
     for (int got = 0; got < n;) {
-      std::array<ibv_wc, batch> wc{};
+      std::array<arpma::completion, batch> wc{};
       auto r = cq.poll(wc);
       if (!r) check(RPMA_E_PROVIDER, "poll");
       got += static_cast<int>(r.value());

@@ -280,7 +280,7 @@ void c_fd(benchmark::State& state) { c_path(state, false); }
 void cxx_post_poll(benchmark::State& state) {
   auto& w = world_of(state);
   auto cq = w.conn.completion_queue();
-  std::array<ibv_wc, 1> wc{};
+  std::array<arpma::completion, 1> wc{};
   auto one = [&] {
     check(w.conn.post_write(*w.remote, 0, *w.mr, 0, message, 1), "post_write");
     while (cq.poll(wc).value() == 0) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks formatting (clang-format, config in .clang-format) and runs clang-tidy
-# (config in .clang-tidy) on src/. Reports only; never rewrites files.
+# Checks the layers (scripts/layers.sh), formatting (clang-format, config in
+# .clang-format) and runs clang-tidy (config in .clang-tidy) on src/. Reports only; never rewrites files.
 # Checks tracked files plus untracked ones git does not ignore (work in
 # progress), so a fresh clone checks exactly the tracked set.
 # Exits non-zero when either tool has findings.
@@ -24,6 +24,9 @@ find_tool() {
 }
 clang_format="$(find_tool clang-format clang-format-14)"
 clang_tidy="$(find_tool clang-tidy clang-tidy-14)"
+
+echo "==== layers ===="
+scripts/layers.sh || status=1
 
 echo "==== clang-format ===="
 mapfile -t format_files < <(git ls-files --cached --others --exclude-standard -- '*.c' '*.h' '*.cpp' '*.hpp')

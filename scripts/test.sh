@@ -39,6 +39,9 @@ jobs="$(nproc)"
 banner "install dependencies"
 scripts/install-deps.sh
 
+banner "layers (scripts/layers.sh: no include against capi > core > provider > support)"
+scripts/layers.sh
+
 passed=()
 for preset in ${presets}; do
   banner "[${preset}] configure"

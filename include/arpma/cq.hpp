@@ -2,14 +2,13 @@
 // completions themselves instead of through connection::async_* operations.
 #pragma once
 
+#include "arpma/completion.hpp"
 #include "arpma/error.hpp"
 #include "arpma/result.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-
-#include <infiniband/verbs.h>
 
 #include <cstddef>
 #include <span>
@@ -73,8 +72,9 @@ class cq {
   }
 
   /// Moves up to out.size() completions into `out` (ibv_poll_cq); how many.
+  /// Each carries its work request's wr_id and status (empty, or a wc_errc).
   /// Errors: errc::invalid_argument, the provider's.
-  [[nodiscard]] result<std::size_t> poll(std::span<ibv_wc> out);
+  [[nodiscard]] result<std::size_t> poll(std::span<completion> out);
 
  private:
   detail::conn_state* state_ = nullptr;

@@ -3,11 +3,13 @@
 #include <librpma.h>
 
 #include "capi/objects.hpp"
+#include "core/completion_of.hpp"
 #include "core/conn_state.hpp"
 #include "core/cq_events.hpp"
-#include "core/log_internal.hpp"
-#include "core/poll_wc.hpp"
 #include "core/srq_state.hpp"
+#include "support/log.hpp"
+
+#include <arpa/inet.h>
 
 #include <span>
 
@@ -39,6 +41,19 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
   return out.queue->cq != nullptr;
 }
 
+ibv_wc to_ibv_wc(const prov::work_completion& wc) noexcept {
+  ibv_wc o{};
+  o.wr_id = wc.wr_id;
+  o.status = static_cast<ibv_wc_status>(wc.status);
+  o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
+  o.vendor_err = wc.vendor_err;
+  o.byte_len = wc.byte_len;
+  o.imm_data = htonl(wc.imm_data);  // ibv_wc carries it in network order
+  o.qp_num = wc.qp_num;
+  o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
+  return o;
+}
+
 int rearm_error(const std::error_code& ec) { return ec ? RPMA_E_PROVIDER : 0; }
 
 }  // namespace
@@ -59,8 +74,9 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
   if (!parts_of(cq, parts) || wc == nullptr || num_entries < 1 ||
       (num_entries > 1 && num_entries_got == nullptr))
     return RPMA_E_INVAL;
-  auto polled = arpma::detail::poll_into(*parts.provider, parts.queue->cq,
-                                         std::span(wc, static_cast<std::size_t>(num_entries)));
+  auto polled = arpma::detail::poll_converted(*parts.provider, parts.queue->cq,
+                                              std::span(wc, static_cast<std::size_t>(num_entries)),
+                                              to_ibv_wc);
   if (!polled) {
     ARPMA_LOG_FAILURE("poll cq", polled.error());
     return RPMA_E_PROVIDER;

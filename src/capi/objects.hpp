@@ -8,7 +8,7 @@
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/srq.hpp"
-#include "core/fault.hpp"
+#include "support/fault.hpp"
 
 #include <librpma.h>
 
@@ -62,7 +62,7 @@ struct rpma_peer_cfg {
 
 namespace arpma::capi {
 
-/// A fault point (core/fault.hpp) where the C API allocates a handle: fails as the
+/// A fault point (support/fault.hpp) where the C API allocates a handle: fails as the
 /// allocation would, with std::bad_alloc, which guarded() returns as RPMA_E_NOMEM.
 inline void alloc_point([[maybe_unused]] const char* what) {
   if (ARPMA_FAULT_POINT(what)) throw std::bad_alloc();

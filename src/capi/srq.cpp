@@ -5,8 +5,8 @@
 #include "arpma/error.hpp"
 #include "capi/objects.hpp"
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
 #include "core/srq_state.hpp"
+#include "support/log.hpp"
 
 #include <atomic>
 #include <cerrno>

@@ -3,7 +3,7 @@
 
 #include "arpma/error.hpp"
 
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <cerrno>
 #include <map>

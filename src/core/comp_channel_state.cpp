@@ -4,7 +4,7 @@
 #include "core/cq_dispatcher.hpp"
 #include "core/cq_events.hpp"
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <new>
 

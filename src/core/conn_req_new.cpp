@@ -5,9 +5,9 @@
 #include "core/cm_channel.hpp"
 #include "core/conn_state.hpp"
 #include "core/error_internal.hpp"
-#include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
 #include "core/sync_wait.hpp"
+#include "support/log.hpp"
 
 #include <charconv>
 #include <optional>

@@ -5,8 +5,8 @@
 
 #include "arpma/conn_cfg.hpp"
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
 #include "core/srq_state.hpp"
+#include "support/log.hpp"
 
 #include <climits>
 #include <utility>

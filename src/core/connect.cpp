@@ -3,8 +3,8 @@
 #include "arpma/conn_req.hpp"
 #include "arpma/error.hpp"
 #include "core/conn_state.hpp"
-#include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
+#include "support/log.hpp"
 
 #include <limits>
 

@@ -3,15 +3,13 @@
 
 #include "arpma/connection.hpp"
 #include "arpma/srq.hpp"
+#include "core/completion_of.hpp"
 #include "core/conn_state.hpp"
 #include "core/cq_events.hpp"
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
-#include "core/poll_wc.hpp"
 #include "core/srq_state.hpp"
-
-#include <arpa/inet.h>
+#include "support/log.hpp"
 
 #include <array>
 #include <optional>
@@ -109,41 +107,13 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
   bool abandoned_ = false;
 };
 
-void to_ibv_wc(const provider::work_completion& wc, ibv_wc& o) noexcept {
-  o = ibv_wc{};
-  o.wr_id = wc.wr_id;
-  o.status = static_cast<ibv_wc_status>(wc.status);
-  o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
-  o.vendor_err = wc.vendor_err;
-  o.byte_len = wc.byte_len;
-  o.imm_data = htonl(wc.imm_data);  // ibv_wc carries it in network order
-  o.qp_num = wc.qp_num;
-  o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
-}
-
-template <std::size_t Batch>
-result<std::size_t> poll_batches(provider::provider& p, provider::cq* cq, std::span<ibv_wc> out) {
-  std::array<provider::work_completion, Batch> batch;
-  std::size_t got = 0;
-  while (got < out.size()) {
-    const auto want = std::min(batch.size(), out.size() - got);
-    auto polled = p.poll_cq(cq, std::span(batch.data(), want));
-    if (!polled) return polled.error();
-    for (std::size_t i = 0; i < polled.value(); ++i) to_ibv_wc(batch[i], out[got++]);
-    if (polled.value() < want) break;
-  }
-  return got;
+result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span<completion> out) {
+  return poll_converted(p, cq, out, [](const provider::work_completion& wc) noexcept {
+    return completion_of(wc, true);
+  });
 }
 
 }  // namespace
-
-result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span<ibv_wc> out) {
-  // The usual call (rpma_cq_get_wc with 1) gets a batch of one: sixteen
-  // entries to initialise per poll cost a few percent of a 64 B write's
-  // round trip in the Soft-RoCE guest.
-  if (out.size() == 1) return poll_batches<1>(p, cq, out);
-  return poll_batches<16>(p, cq, out);
-}
 
 void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler) {
   if (srq != nullptr) {
@@ -171,7 +141,7 @@ asio::any_io_executor cq_executor(const conn_state* state, const srq_state* srq)
 
 }  // namespace detail
 
-result<std::size_t> cq::poll(std::span<ibv_wc> out) {
+result<std::size_t> cq::poll(std::span<completion> out) {
   if (srq_ != nullptr) {
     const auto* q = detail::queue_of(srq_);
     if (q == nullptr) return make_error_code(errc::invalid_argument);

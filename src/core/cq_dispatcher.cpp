@@ -1,28 +1,16 @@
 #include "core/cq_dispatcher.hpp"
+#include "core/completion_of.hpp"
 #include "core/cq_events.hpp"
 #include "core/error_internal.hpp"
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
+#include "support/log.hpp"
 
 #include <array>
 #include <span>
 
 namespace arpma::detail {
 namespace {
-
-std::error_code status_error(provider::wc_status status) {
-  return make_error_code(static_cast<wc_errc>(static_cast<int>(status)));
-}
-
-completion to_completion(const provider::work_completion& wc) {
-  completion out;
-  out.byte_len = wc.byte_len;
-  out.opcode = static_cast<wc_opcode>(static_cast<int>(wc.opcode));
-  if (wc.with_imm) out.imm = wc.imm_data;
-  out.qp_num = wc.qp_num;
-  return out;
-}
 
 // Owns an operation on its way to the queue.
 struct op_owner {
@@ -277,8 +265,9 @@ void cq_dispatcher::dispatch(const provider::work_completion& wc) {
   }
   if (op->cancelled()) return op->complete(ex_, to_completion_error(aborted()), completion{});
   if (wc.status != provider::wc_status::success)
-    return op->complete(ex_, to_completion_error(status_error(wc.status)), to_completion(wc));
-  op->complete(ex_, error_code(), to_completion(wc));
+    return op->complete(ex_, to_completion_error(status_error(wc.status)),
+                        completion_of(wc, false));
+  op->complete(ex_, error_code(), completion_of(wc, false));
 }
 
 void cq_dispatcher::close() noexcept {

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
 #include "provider/provider.hpp"
+#include "support/log.hpp"
 
 #include <cstddef>
 #include <cstdint>

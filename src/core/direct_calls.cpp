@@ -4,8 +4,8 @@
 #include "core/conn_state.hpp"
 #include "core/endpoint_state.hpp"
 #include "core/fd_ready.hpp"
-#include "core/log_internal.hpp"
 #include "core/sync_wait.hpp"
+#include "support/log.hpp"
 
 namespace arpma::detail {
 

@@ -3,8 +3,8 @@
 
 #include "arpma/error.hpp"
 #include "core/endpoint_state.hpp"
-#include "core/log_internal.hpp"
 #include "core/parked_op.hpp"
+#include "support/log.hpp"
 
 #include <netdb.h>
 #include <sys/socket.h>

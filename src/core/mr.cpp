@@ -2,8 +2,8 @@
 #include "arpma/mr.hpp"
 
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
 #include "core/mr_state.hpp"
+#include "support/log.hpp"
 
 #include <cstring>
 #include <limits>

@@ -1,8 +1,8 @@
 #include "arpma/peer.hpp"
 
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
 #include "core/peer_state.hpp"
+#include "support/log.hpp"
 
 #include <cerrno>
 #include <string>

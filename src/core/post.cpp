@@ -1,7 +1,7 @@
 #include "core/post.hpp"
 
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <cstring>
 #include <limits>

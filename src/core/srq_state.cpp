@@ -3,7 +3,7 @@
 #include "arpma/error.hpp"
 #include "core/cm_channel.hpp"
 #include "core/cq_dispatcher.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <limits>
 #include <new>

@@ -8,7 +8,7 @@
 
 #include "provider/fault_provider.hpp"
 
-#include "core/fault.hpp"
+#include "support/fault.hpp"
 
 #include <cerrno>
 

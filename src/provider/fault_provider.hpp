@@ -1,4 +1,4 @@
-// A provider that fails calls of the one it wraps at the fault points of core/fault.hpp
+// A provider that fails calls of the one it wraps at the fault points of support/fault.hpp
 // (ARPMA_FAULT_INJECTION builds only; registry.cpp wraps soft and verbs in one while the
 // fault environment is set). What each call fails with is in docs/reliability.md.
 #pragma once

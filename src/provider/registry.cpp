@@ -1,10 +1,10 @@
 // Chooses the provider for new peers and finds the provider of a device.
-#include "core/fault.hpp"
-#include "core/log_internal.hpp"
 #include "provider/fault_provider.hpp"
 #include "provider/provider.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "provider/verbs/verbs_provider.hpp"
+#include "support/fault.hpp"
+#include "support/log.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -26,7 +26,7 @@ provider& real_soft() {
   return instance;
 }
 
-// With fault injection on (core/fault.hpp), every caller gets the real provider behind a
+// With fault injection on (support/fault.hpp), every caller gets the real provider behind a
 // fault_provider, so both soft and verbs have the same fault points.
 #ifdef ARPMA_FAULT_INJECTION
 provider& verbs() {

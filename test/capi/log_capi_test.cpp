@@ -3,7 +3,7 @@
 #include <librpma.h>
 
 #include "arpma/log.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <gtest/gtest.h>
 

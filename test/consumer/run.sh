@@ -7,7 +7,10 @@
 #      as an unchanged librpma program would be, and runs it; then with plain
 #      `-L<prefix>/lib -lrpma` (fio's and librpma's own build files), checks that
 #      librpma.so.0 resolves to the installed drop-in and runs it;
-#   3. checks that every function of the installed <librpma.h> has its man page.
+#   3. checks that every function of the installed <librpma.h> has its man page;
+#   4. compiles every installed arpma/*.hpp on its own with rdma-core's headers made
+#      unreachable (an include directory in front whose infiniband/ and rdma/ headers are
+#      #error): the C++ API needs Boost, not rdma-core; only librpma.h includes verbs.h.
 # The programs use the soft provider on loopback (ARPMA_PROVIDER=soft): no RDMA needed.
 #
 # usage: test/consumer/run.sh <build-dir>
@@ -112,6 +115,26 @@ for f in ${functions}; do
 done
 [[ ${missing} -eq 0 ]] || exit 1
 echo "${count} functions, ${count} pages in ${man3}"
+
+step "every installed arpma/*.hpp compiles alone, without rdma-core's headers"
+poison="${work}/no-rdma-core"
+mkdir -p "${poison}/infiniband" "${poison}/rdma"
+for h in infiniband/verbs.h infiniband/verbs_api.h rdma/rdma_cma.h rdma/rdma_verbs.h; do
+  echo "#error \"a public C++ header of arpma reached rdma-core's <${h}>\"" >"${poison}/${h}"
+done
+cxx="${CXX:-c++}"
+headers=0
+while IFS= read -r hpp; do
+  rel="${hpp#"${prefix}/include/"}"
+  # shellcheck disable=SC2086 # flags is a list of words
+  echo "#include <${rel}>" | "${cxx}" -std=c++20 -Wall -Wextra -Werror ${flags} -fsyntax-only \
+    -I"${poison}" -I"${prefix}/include" -x c++ - || {
+    echo "consumer: <${rel}> does not compile alone without rdma-core" >&2
+    exit 1
+  }
+  headers=$((headers + 1))
+done < <(find "${prefix}/include/arpma" -name '*.hpp' | sort)
+echo "${headers} headers compile alone, none reaches rdma-core"
 
 step "the installed arpma-perf (tools/arpma-perf)"
 perf="$(find "${prefix}" -path '*/bin/arpma-perf' -print -quit)"

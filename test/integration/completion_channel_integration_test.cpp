@@ -213,7 +213,7 @@ TEST_F(completion_channel_cxx, raw_waits_are_refused_as_on_a_shared_channel) {
   run_until([&] { return got.has_value(); });
   EXPECT_EQ(*got, arpma::errc::shared_channel);
   // poll() still works: nothing there yet.
-  std::array<ibv_wc, 4> wcs{};
+  std::array<arpma::completion, 4> wcs{};
   auto polled = p.client.completion_queue().poll(wcs);
   ASSERT_TRUE(polled) << polled.error().message();
   EXPECT_EQ(polled.value(), 0u);

@@ -79,9 +79,9 @@ class cq_integration : public ::testing::Test {
   }
 
   // Waits on `q` and polls until one completion comes.
-  ibv_wc next(arpma::cq q) {
+  arpma::completion next(arpma::cq q) {
     for (int i = 0; i < 100; ++i) {
-      ibv_wc wc{};
+      arpma::completion wc;
       auto got = q.poll(std::span(&wc, 1));
       EXPECT_TRUE(got);
       if (got && got.value() == 1) return wc;
@@ -115,20 +115,33 @@ TEST_F(cq_integration, posted_work_completes_on_the_cq_the_program_polls) {
   ASSERT_FALSE(client.post_write(remote, 16, client_mr, 0, 7, 11));
   auto wc = next(client.completion_queue());
   EXPECT_EQ(wc.wr_id, 11U);
-  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
-  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_FALSE(wc.status) << wc.status.message();
+  EXPECT_EQ(wc.opcode, arpma::wc_opcode::rdma_write);
+  EXPECT_FALSE(wc.imm);
 
   ASSERT_FALSE(server.post_recv(server_mr, 1024, 64, 21));
   ASSERT_FALSE(client.post_send(client_mr, 0, 7, 12));
   EXPECT_EQ(next(client.completion_queue()).wr_id, 12U);
   wc = next(server.completion_queue());
   EXPECT_EQ(wc.wr_id, 21U);
-  EXPECT_EQ(wc.opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc.opcode, arpma::wc_opcode::recv);
   EXPECT_EQ(wc.byte_len, 7U);
   EXPECT_STREQ(server_memory.data() + 1024, "raw cq");
   EXPECT_STREQ(server_memory.data() + 16, "raw cq");
   EXPECT_FALSE(client.completion_queue(true)) << "no receive CQ without rcq_size";
   EXPECT_EQ(client.post_write(remote, 4090, client_mr, 0, 8, 1), arpma::errc::invalid_argument);
+}
+
+TEST_F(cq_integration, a_failed_completion_reports_its_status_as_a_wc_errc) {
+  connect();
+  ASSERT_FALSE(server.post_recv(server_mr, 0, 64, 31));
+  bool disconnected = false;
+  server.async_disconnect([&](std::error_code) { disconnected = true; });
+  run_until([&] { return disconnected; });
+  const auto wc = next(server.completion_queue());
+  EXPECT_EQ(wc.wr_id, 31U);
+  EXPECT_EQ(wc.status, arpma::wc_errc::wr_flush_err) << wc.status.message();
+  EXPECT_EQ(wc.status, arpma::errc::provider);
 }
 
 TEST_F(cq_integration, a_shared_channel_and_cancellation) {

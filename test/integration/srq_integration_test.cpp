@@ -135,7 +135,7 @@ TEST_F(srq_cxx, raw_completions_through_the_srq_completion_queue) {
   ASSERT_FALSE(shared.post_recv(server_mr, 0, slot, 77));
   send_from(p.client, 0, "raw");
 
-  std::vector<ibv_wc> wcs(4);
+  std::vector<arpma::completion> wcs(4);
   std::size_t polled = 0;
   bool waited = false;
   const auto end = std::chrono::steady_clock::now() + 10s;
@@ -153,8 +153,8 @@ TEST_F(srq_cxx, raw_completions_through_the_srq_completion_queue) {
   }
   ASSERT_EQ(polled, 1U);
   EXPECT_EQ(wcs[0].wr_id, 77U);
-  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
-  EXPECT_EQ(wcs[0].opcode, IBV_WC_RECV);
+  EXPECT_FALSE(wcs[0].status) << wcs[0].status.message();
+  EXPECT_EQ(wcs[0].opcode, arpma::wc_opcode::recv);
   EXPECT_EQ(wcs[0].byte_len, 3U);
   EXPECT_EQ(wcs[0].qp_num, p.server.qp_num());
   EXPECT_EQ(std::string(server_memory.data(), 3), "raw");

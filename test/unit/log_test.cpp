@@ -2,7 +2,7 @@
 #include "arpma/log.hpp"
 
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <gtest/gtest.h>
 

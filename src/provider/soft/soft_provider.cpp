@@ -2,13 +2,13 @@
 // the provider façade in one file): its split by concept is issue 19 (item 6).
 #include "provider/soft/soft_provider.hpp"
 
-#include "core/log_internal.hpp"
 #include "provider/event_queue.hpp"
 #include "provider/handle_cast.hpp"
 #include "provider/soft/soft_datapath.hpp"
 #include "provider/soft/soft_device.hpp"
 #include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_wire.hpp"
+#include "support/log.hpp"
 
 #include <infiniband/verbs.h>
 #include <netdb.h>

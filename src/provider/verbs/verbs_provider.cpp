@@ -1,6 +1,6 @@
 #include "provider/verbs/verbs_provider.hpp"
 
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-// The fault point counter of core/fault.hpp. Only built with ARPMA_FAULT_INJECTION.
+// The fault point counter of support/fault.hpp. Only built with ARPMA_FAULT_INJECTION.
 #ifdef ARPMA_FAULT_INJECTION
 
-#include "core/fault.hpp"
+#include "support/fault.hpp"
 
 #include <array>
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "arpma/log.hpp"
 #include "arpma/error.hpp"
-#include "core/log_internal.hpp"
+#include "support/log.hpp"
 
 #include <sys/syscall.h>
 #include <syslog.h>
