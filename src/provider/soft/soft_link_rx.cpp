@@ -1,0 +1,425 @@
+// The receiving side of a soft link: one receiver per link, run under
+// rx_mutex by the progress thread (every frame) or by an application thread
+// polling a CQ of the link's QP (data frames only, no thread hop; whatever it
+// cannot finish it hands over). Requests behind an RNR wait are held, bounded;
+// a frame left incomplete gets a deadline.
+#include "provider/soft/soft_link.hpp"
+
+#include "provider/soft/soft_cm.hpp"
+#include "provider/soft/soft_memory.hpp"
+
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <thread>
+
+namespace arpma::provider::soft_link {
+
+using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame vocabulary
+
+namespace {
+
+/// How often a SEND waiting for a receive looks again (IB's RNR NAK timer is
+/// of this order: librpma's min_rnr_timer 12 is 0.64 ms).
+constexpr auto rnr_retry_interval = std::chrono::milliseconds(1);
+/// Requests held behind a waiting SEND before the link stops being read (TCP
+/// flow control then holds the peer back).
+constexpr std::size_t max_stalled_bytes = std::size_t{16} << 20;
+/// What holding one frame costs besides its payload (its deque slot, the
+/// vector and the allocator's header), counted against max_stalled_bytes so
+/// that a flood of empty frames is bounded as tightly as a flood of full ones.
+constexpr std::size_t stalled_frame_overhead = 64;
+
+std::size_t stalled_cost(std::size_t payload) noexcept { return payload + stalled_frame_overhead; }
+
+enum class rx_mode : std::uint8_t { progress, application };
+
+/// Frames buffered before anything has been seen, and once data flows.
+constexpr std::size_t rx_small = 512;
+constexpr std::size_t rx_large = std::size_t{256} << 10;
+/// A buffer grown past this for one large frame goes back to rx_large once empty.
+constexpr std::size_t rx_keep = std::size_t{1} << 20;
+
+std::size_t socket_holds(soft_id& id);
+
+/// Room in the buffer for a frame of `frame_size` bytes at its start.
+void make_room(soft_id& id, std::size_t frame_size) {
+  const std::size_t pending = id.rx_end - id.rx_begin;
+  if (id.rx_begin > 0 && (id.rx_end == id.rx.size() || id.rx.size() - id.rx_begin < frame_size)) {
+    std::memmove(id.rx.data(), id.rx.data() + id.rx_begin, pending);
+    id.rx_begin = 0;
+    id.rx_end = pending;
+  }
+  // Grown as bytes arrive, never on a header's word: a full buffer grows to
+  // hold what the socket has received (at least double), up to the frame's
+  // end, so a header announcing 8 MiB costs nothing until the bytes are here.
+  std::size_t want = std::max(id.rx.size(), id.rx_data_seen ? rx_large : rx_small);
+  const std::size_t frame_end = id.rx_begin + frame_size;
+  if (id.rx_end == want && want < frame_end)
+    want = std::min(frame_end, std::max(2 * want, id.rx_end + socket_holds(id)));
+  if (id.rx.size() < want) id.rx.resize(want);
+}
+
+enum class fill_result : std::uint8_t { data, would_block, failed };
+
+/// Reads what the socket has without blocking. A closed stream or an error
+/// is remembered in rx_error (an application thread cannot act on it).
+fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
+  make_room(id, frame_size);
+  ssize_t n = 0;
+  {
+    // The descriptor stays open during the call (close_link takes the lock).
+    const std::lock_guard lock(id.tx_mutex);
+    if (id.tx_fd < 0) return fill_result::would_block;
+    const std::size_t want = std::min(id.rx.size() - id.rx_end, limit);
+    n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
+  }
+  if (n > 0) {
+    id.rx_end += static_cast<std::size_t>(n);
+    return fill_result::data;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return fill_result::would_block;
+  id.rx_error = n == 0 ? ECONNRESET : errno;
+  return fill_result::failed;
+}
+
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload);
+
+/// A data frame on an application thread: only what needs neither a timer
+/// nor a socket operation (nothing stalled, no RNR wait, no failure).
+rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (!is_data(type) || (soft_dp::is_request(type) && !id->stalled.empty()))
+    return rx_next::hand_over;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established) return rx_next::hand_over;
+    qp = id->qp;
+  }
+  if (!qp) return rx_next::hand_over;
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::rnr_wait: return rx_next::hand_over;  // nothing happened yet
+    case soft_dp::verdict::protocol_error: id->rx_error = EPROTO; return rx_next::hand_over;
+  }
+  return rx_next::hand_over;
+}
+
+/// WRITEs this large have their payload read straight into the target MR
+/// when it is all in the socket already: one copy (the kernel's), as a NIC.
+constexpr std::size_t direct_min = std::size_t{16} << 10;
+
+bool large_write(const frame_header& h) noexcept {
+  return h.type == frame_type::write && h.length >= direct_min;
+}
+
+/// Reads `n` bytes the socket holds into `dst`; false (rx_error set) if it
+/// does not deliver them.
+bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
+  const std::lock_guard lock(id.tx_mutex);
+  std::size_t got = 0;
+  while (got < n && id.tx_fd >= 0) {
+    const ssize_t r = ::recv(id.tx_fd, dst + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+    } else if (r < 0 && errno == EINTR) {
+      continue;
+    } else {
+      id.rx_error = r == 0 ? ECONNRESET : (errno == EAGAIN ? EIO : errno);
+      return false;
+    }
+  }
+  return got == n;
+}
+
+std::size_t socket_holds(soft_id& id) {
+  const std::lock_guard lock(id.tx_mutex);
+  int n = 0;
+  return id.tx_fd >= 0 && ::ioctl(id.tx_fd, FIONREAD, &n) == 0 && n > 0
+             ? static_cast<std::size_t>(n)
+             : 0;
+}
+
+/// A large WRITE whose header and target are buffered (nothing after it)
+/// and whose payload is in the socket: placed without going through the
+/// buffer. False when it is not eligible (the ordinary path then buffers it,
+/// and refuses it if it must).
+bool place_directly(const id_ptr& id, std::uint32_t length) {
+  const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
+  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
+  const std::size_t data_len = length - remote_size;
+  if (socket_holds(*id) < data_len - buffered || !id->stalled.empty()) return false;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    if (id->state != conn_state::established || !id->qp) return false;
+    qp = id->qp;
+  }
+  if (!soft_dp::executes_requests(*qp)) return false;
+  auto memory = soft_dp::lock_memory();
+  std::uint8_t* dst = soft_dp::write_destination(*qp, get_u32(fixed), get_u64(fixed + 4), data_len);
+  // A target the application unmapped: the buffered path refuses it (NAK).
+  if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + remote_size, buffered)) return false;
+  const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
+  memory.unlock();
+  id->rx_begin = id->rx_end = 0;
+  ++id->rx_frames;
+  id->rx_data_seen = true;                // data flows: the buffer's floor is rx_large from now on
+  if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
+  return true;
+}
+
+void watch_frame(const id_ptr& id, std::uint64_t seen);
+
+/// The socket has nothing more: a frame left incomplete in the buffer gets
+/// a deadline (limits::frame), on the progress thread. Called with rx_mutex
+/// held, so the watch is started once.
+rx_next drained(const id_ptr& id) {
+  if (id->rx_end > id->rx_begin && !id->frame_watch && id->io != nullptr) {
+    id->frame_watch = true;
+    try {
+      asio::post(*id->io, [id, seen = id->rx_frames] { watch_frame(id, seen); });
+    } catch (const std::bad_alloc&) {
+      id->frame_watch = false;  // the next drained() tries again
+    }
+  }
+  return rx_next::more;
+}
+
+/// Fails the link when the frame that was incomplete at `seen` frames is
+/// still incomplete a limits::frame later; watches the next one otherwise.
+void watch_frame(const id_ptr& id, std::uint64_t seen) {
+  if (id->link_closed) return;
+  if (!id->frame_timer) id->frame_timer.emplace(*id->io);
+  id->frame_timer->expires_after(id->limits.frame);
+  id->frame_timer->async_wait([id, seen](const boost::system::error_code& ec) {
+    if (ec || id->link_closed) return;
+    bool expired = false;
+    std::uint64_t now = 0;
+    {
+      const std::lock_guard lock(id->rx_mutex);
+      const bool partial = id->rx_end > id->rx_begin;
+      // Held frames (an RNR wait) stop the reading, not the peer.
+      expired = partial && id->rx_frames == seen && !id->reading_paused;
+      id->frame_watch = partial && !expired;
+      now = id->rx_frames;
+    }
+    if (expired) return link_failed(id, ETIMEDOUT);
+    if (id->frame_watch) watch_frame(id, now);
+  });
+}
+
+/// The progress thread acts on a failure, wherever it was seen.
+bool failed_link(const id_ptr& id, rx_mode mode) {
+  if (id->rx_error == 0) return false;
+  if (mode == rx_mode::progress) link_failed(id, id->rx_error);
+  return true;
+}
+
+/// Consumes the buffered frames and reads more until the socket has nothing.
+/// Called with rx_mutex held.
+rx_next pump_locked(const id_ptr& id, rx_mode mode) {
+  for (;;) {
+    if (failed_link(id, mode))
+      return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
+    if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
+    const std::size_t avail = id->rx_end - id->rx_begin;
+    std::size_t need = header_size;
+    if (avail >= header_size) {
+      header_bytes bytes{};
+      std::memcpy(bytes.data(), id->rx.data() + id->rx_begin, header_size);
+      const auto h = parse_header(bytes);
+      if (!h) {
+        id->rx_error = EPROTO;
+        continue;
+      }
+      need = header_size + h->length;
+      if (avail < need && large_write(*h)) {
+        // Read no further than the target, then the payload goes where it belongs.
+        if (avail < header_size + remote_size) {
+          if (fill(*id, need, header_size + remote_size - avail) == fill_result::would_block)
+            return drained(id);
+          continue;
+        }
+        if (place_directly(id, h->length)) continue;
+      }
+      if (avail >= need) {
+        const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
+                                                    h->length);
+        if (is_data(h->type)) id->rx_data_seen = true;
+        const rx_next next = mode == rx_mode::progress ? handle_frame(id, h->type, payload)
+                                                       : handle_inline(id, h->type, payload);
+        if (next == rx_next::hand_over) return next;
+        id->rx_begin += need;
+        ++id->rx_frames;
+        if (id->rx_begin == id->rx_end) {
+          id->rx_begin = id->rx_end = 0;
+          // A link keeps what ordinary traffic needs, not its largest frame.
+          if (id->rx.size() > rx_keep) std::vector<std::uint8_t>(rx_large).swap(id->rx);
+        }
+        id->rx_large_writes = large_write(*h);
+        if (next == rx_next::stop) return next;
+        continue;
+      }
+    }
+    // After a large WRITE the next frame is likely one too: read its header
+    // and target alone, so its payload can go straight to the MR.
+    const bool header_first = id->rx_large_writes && avail < header_size;
+    const std::size_t limit =
+        header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
+    if (fill(*id, need, limit) == fill_result::would_block) return drained(id);
+  }
+}
+
+void wait_readable(const id_ptr& id) {
+  if (id->rx_waiting || id->link_closed) return;
+  id->rx_waiting = true;
+  id->socket->async_wait(tcp::socket::wait_read, [id](const boost::system::error_code& ec) {
+    id->rx_waiting = false;
+    if (id->link_closed) return;
+    if (ec) return link_failed(id, errno_of(ec));
+    pump(id);
+  });
+}
+
+}  // namespace
+
+void pump(const id_ptr& id) {
+  rx_next next = rx_next::stop;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    if (id->reading_paused) return;
+    next = pump_locked(id, rx_mode::progress);
+  }
+  flush_acks(id);  // everything readable is executed: acknowledge it in one frame
+  if (next == rx_next::more) wait_readable(id);
+}
+
+void pump_from_application(const id_ptr& id) {
+  std::unique_lock lock(id->rx_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    // The progress thread is at it: let it finish (a spinning poller could
+    // otherwise keep it from the CPU it needs to release the receiver).
+    std::this_thread::yield();
+    return;
+  }
+  if (id->reading_paused) return;
+  // What the last poll executed and no reply carried is acknowledged now.
+  flush_acks(id);
+  const rx_next next = pump_locked(id, rx_mode::application);
+  lock.unlock();
+  ensure_ack_ticker(id);
+  if (next != rx_next::hand_over) return;
+  try {
+    asio::post(*id->io, [id] { pump(id); });
+  } catch (const std::bad_alloc&) {
+    // The progress thread's own wait for readability takes over.
+  }
+}
+namespace {
+
+// ---- data frames -------------------------------------------------------------------
+
+void drain_stalled(const id_ptr& id);
+
+void schedule_rnr_retry(const id_ptr& id) {
+  if (!id->rnr_timer) id->rnr_timer.emplace(*id->io);
+  id->rnr_timer->expires_after(rnr_retry_interval);
+  id->rnr_timer->async_wait([id](const boost::system::error_code& ec) {
+    if (!ec && !id->link_closed) drain_stalled(id);
+  });
+}
+
+/// Keeps a copy of the request for later and goes on reading (responses must
+/// flow); past the bound, reading pauses and TCP holds the peer back.
+rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  const std::size_t cost = stalled_cost(payload.size());
+  id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
+  id->stalled_bytes += cost;
+  const std::size_t total = id->held_total != nullptr ? id->held_total->fetch_add(cost) + cost : 0;
+  if (id->stalled_bytes <= max_stalled_bytes && total <= id->limits.held_bytes_total)
+    return rx_next::more;
+  id->reading_paused = true;
+  return rx_next::stop;
+}
+
+std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
+  const std::lock_guard lock(id->mutex);
+  return id->qp;
+}
+
+/// Executes the stalled requests in order until one waits again.
+void drain_stalled(const id_ptr& id) {
+  const std::shared_ptr<soft_qp> qp = qp_of(id);
+  bool resume = false;
+  {
+    const std::lock_guard lock(id->rx_mutex);
+    while (!id->stalled.empty()) {
+      const auto& [type, payload] = id->stalled.front();
+      auto verdict = qp ? soft_dp::on_frame(*qp, type, payload) : soft_dp::verdict::done;
+      if (verdict == soft_dp::verdict::rnr_wait) {
+        if (std::chrono::steady_clock::now() < id->rnr_deadline) {
+          flush_acks(id);
+          return schedule_rnr_retry(id);
+        }
+        soft_dp::rnr_exhausted(*qp);  // what follows is dropped by the failed QP
+      }
+      if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
+      const std::size_t cost = stalled_cost(payload.size());
+      id->stalled_bytes -= cost;
+      if (id->held_total != nullptr) id->held_total->fetch_sub(cost);
+      id->stalled.pop_front();
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
+    }
+    resume = id->reading_paused;
+    id->reading_paused = false;
+  }
+  flush_acks(id);
+  if (resume) pump(id);
+}
+
+/// A data-path frame: executed against the id's QP (a request), or retiring
+/// its send queue (a response).
+rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  conn_state state = conn_state::idle;
+  std::shared_ptr<soft_qp> qp;
+  {
+    const std::lock_guard lock(id->mutex);
+    state = id->state;
+    qp = id->qp;
+  }
+  // After our disconnect the QP is in error: what still arrives is dropped.
+  if (state == conn_state::disconnected || !qp) return rx_next::more;
+  if (state != conn_state::established) {
+    link_failed(id, EPROTO);
+    return rx_next::stop;
+  }
+  if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type, payload);
+  switch (soft_dp::on_frame(*qp, type, payload)) {
+    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::protocol_error: link_failed(id, EPROTO); return rx_next::stop;
+    case soft_dp::verdict::rnr_wait: {
+      id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
+      const rx_next next = stall(id, type, payload);
+      schedule_rnr_retry(id);
+      return next;
+    }
+  }
+  return rx_next::more;
+}
+
+/// One complete, well-formed frame arrived on an id's link (progress thread).
+rx_next handle_frame(const id_ptr& id, frame_type type, std::span<const std::uint8_t> payload) {
+  if (is_data(type)) return on_data(id, type, payload);
+  return soft_cm::on_cm_frame(id, type, payload);
+}
+
+}  // namespace
+
+}  // namespace arpma::provider::soft_link

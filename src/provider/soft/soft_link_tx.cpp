@@ -1,0 +1,381 @@
+// The sending side of a soft link: frames written straight to the socket by
+// whichever thread sends when nothing is queued, else queued for the progress
+// thread's writer; acknowledgements coalesced and carried along.
+#include "provider/soft/soft_link.hpp"
+
+#include "provider/soft/soft_memory.hpp"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <new>
+
+namespace arpma::provider::soft_link {
+
+using namespace soft_wire;  // NOLINT(google-build-using-namespace): the frame vocabulary
+
+namespace {
+
+constexpr auto linger_timeout = std::chrono::seconds(5);
+
+void write_next(const id_ptr& id);
+
+}  // namespace
+
+void close_link(const id_ptr& id) {
+  id->link_closed = true;
+  {
+    // After this no application thread writes to the descriptor.
+    const std::lock_guard lock(id->tx_mutex);
+    id->tx_fd = -1;
+  }
+  boost::system::error_code ignored;
+  if (id->socket) id->socket->close(ignored);
+  if (id->acceptor) id->acceptor->close(ignored);
+  if (id->timer) id->timer->cancel();
+  if (id->rnr_timer) id->rnr_timer->cancel();
+  if (id->ack_timer) id->ack_timer->cancel();
+  if (id->frame_timer) id->frame_timer->cancel();
+}
+
+void flush_qp_locked(soft_id& id) {
+  if (id.qp) soft_dp::to_error(*id.qp);
+}
+
+void link_failed(const id_ptr& id, int err) {
+  {
+    const std::lock_guard lock(id->mutex);
+    switch (id->state) {
+      case conn_state::req_sent:
+      case conn_state::rep_sent:
+        id->state = conn_state::closed;
+        id->push_locked(cm_event_type::unreachable, -err);
+        break;
+      case conn_state::req_received:
+        // Nothing to say until the application answers (accept reports it).
+        id->peer_gone = true;
+        id->peer_gone_status = err;
+        break;
+      case conn_state::established:
+        id->state = conn_state::disconnected;
+        flush_qp_locked(*id);
+        id->push_locked(cm_event_type::disconnected);
+        id->push_locked(cm_event_type::timewait_exit);
+        break;
+      default: break;
+    }
+  }
+  close_link(id);
+}
+namespace {
+
+/// Writes what it can of `parts`, in order, without blocking, in one call;
+/// the number of bytes written (a hard error writes nothing more: the
+/// progress thread's write reports it).
+std::size_t send_now(int fd, const std::array<byte_span, 3>& parts) noexcept {
+  std::size_t total = 0;
+  for (const byte_span& p : parts) total += p.size();
+  std::size_t done = 0;
+  while (done < total) {
+    std::array<iovec, 3> iov{};
+    std::size_t count = 0;
+    std::size_t skip = done;
+    for (const byte_span& p : parts) {
+      if (skip >= p.size()) {
+        skip -= p.size();
+        continue;
+      }
+      iov[count++] = {const_cast<std::uint8_t*>(p.data() + skip), p.size() - skip};
+      skip = 0;
+    }
+    msghdr message{};
+    message.msg_iov = iov.data();
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  return done;
+}
+
+bool is_ack(const frame& f) noexcept {
+  return f.size() == header_size + 4 && f[5] == static_cast<std::uint8_t>(frame_type::ack);
+}
+
+/// Queues `f` behind the frames being written; consecutive acknowledgements
+/// not yet handed to the socket become one. Called with tx_mutex held.
+void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false) {
+  const std::size_t last = id.out.size() - 1;
+  const bool untouched =
+      !id.out.empty() && last >= id.in_flight && (last > 0 || id.out_offset == 0);
+  if (untouched && is_ack(f) && is_ack(id.out.back().bytes)) {
+    std::uint8_t* count = id.out.back().bytes.data() + header_size;
+    put_u32(count, get_u32(count) + get_u32(f.data() + header_size));
+    return;
+  }
+  if (ends_read) ++id.reads_queued;
+  const std::size_t read_bytes = response ? f.size() : 0;
+  if (read_bytes > 0 && id.read_total != nullptr) {
+    const std::size_t now = id.read_total->fetch_add(read_bytes) + read_bytes;
+    std::size_t peak = id.read_peak->load();
+    while (now > peak && !id.read_peak->compare_exchange_weak(peak, now)) {
+    }
+  }
+  id.out.push_back({std::move(f), ends_read, read_bytes});
+}
+
+/// The writer is done with out.front(). Called with tx_mutex held.
+void pop_written(soft_id& id) {
+  const tx_frame& f = id.out.front();
+  if (f.ends_read) --id.reads_queued;
+  if (f.read_bytes > 0 && id.read_total != nullptr) id.read_total->fetch_sub(f.read_bytes);
+  id.out.pop_front();
+}
+
+/// Nothing queued will be written any more. Called with tx_mutex held.
+void drop_queued(soft_id& id) {
+  while (!id.out.empty()) pop_written(id);
+}
+
+bool is_read_response(const frame& f) noexcept {
+  return f.size() >= header_size && f[5] == static_cast<std::uint8_t>(frame_type::read_resp);
+}
+
+/// The acknowledgements not yet sent, as one ACK frame (empty when none).
+/// Called with tx_mutex held.
+frame take_acks(soft_id& id) {
+  if (id.ack_pending == 0) return {};
+  std::array<std::uint8_t, 4> count{};
+  put_u32(count.data(), id.ack_pending);
+  id.ack_pending = 0;
+  return make_frame(frame_type::ack, count.data(), count.size(), nullptr, 0);
+}
+
+/// Appends registered memory to `f` without faulting on a page the
+/// application unmapped since it registered it.
+bool append_region(frame& f, byte_span tail) {
+  const std::size_t at = f.size();
+  f.resize(at + tail.size());
+  return soft_mem::copy_from_region(f.data() + at, tail.data(), tail.size());
+}
+
+/// Registered memory that cannot be read any more: the frame whose header is
+/// out cannot be completed, so the link takes nothing more and fails.
+void tail_unreadable(const id_ptr& id) {
+  id->tx_sealed = true;
+  asio::post(*id->io, [id] { link_failed(id, EFAULT); });
+}
+
+/// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
+/// frame before them: written at once when nothing is queued, else queued
+/// for the progress thread (what is queued of `tail` is copied: it is only
+/// borrowed). Called with `lock` (tx_mutex) held; may release it.
+void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, frame f,
+              byte_span tail = {}) {
+  std::size_t sent = 0;
+  if (!id->writing && id->out.empty()) {
+    sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
+    if (sent == acks.size() + f.size() + tail.size()) {
+      frame_cache::give_back(std::move(f));
+      frame_cache::give_back(std::move(acks));
+      return;
+    }
+  }
+  const bool start = !id->writing && id->out.empty();
+  const bool response = is_read_response(f);
+  // Whatever is left, in order; the first piece may be partly written.
+  std::array<frame*, 2> pieces{&acks, &f};
+  for (frame* piece : pieces) {
+    if (sent >= piece->size()) {
+      sent -= piece->size();
+      continue;
+    }
+    if (piece == &f && !tail.empty() && !append_region(*piece, tail)) return tail_unreadable(id);
+    tail = {};
+    if (start && id->out.empty()) id->out_offset = sent;
+    sent = 0;
+    enqueue(*id, std::move(*piece), piece == &f && response, piece == &f && response);
+  }
+  if (!tail.empty()) {
+    if (start && id->out.empty()) id->out_offset = sent;
+    frame rest;
+    if (!append_region(rest, tail)) return tail_unreadable(id);
+    enqueue(*id, std::move(rest), response, response);
+  }
+  if (!start) return;
+  id->writing = true;
+  lock.unlock();
+  asio::post(*id->io, [id] { write_next(id); });
+}
+
+}  // namespace
+
+void send_frame(const id_ptr& id, frame f, byte_span tail) {
+  std::unique_lock lock(id->tx_mutex);
+  if (id->tx_fd < 0 || id->tx_sealed) return;
+  if (is_ack(f)) {
+    id->ack_pending += get_u32(f.data() + header_size);
+    return;
+  }
+  transmit(id, lock, take_acks(*id), std::move(f), tail);
+}
+
+void flush_acks(const id_ptr& id) {
+  std::unique_lock lock(id->tx_mutex);
+  if (id->ack_pending == 0 || id->tx_fd < 0 || id->tx_sealed) return;
+  transmit(id, lock, take_acks(*id), {});
+}
+namespace {
+
+/// Acknowledgements an application thread left pending are sent by the
+/// progress thread within `ack_delay` if nothing carries them sooner. The
+/// ticker runs while they keep coming, so a busy link costs one timer per
+/// tick, not a wake-up per frame.
+constexpr auto ack_delay = std::chrono::milliseconds(1);
+constexpr int ack_idle_ticks = 100;
+
+void ack_tick(const id_ptr& id) {
+  id->ack_timer->expires_after(ack_delay);
+  id->ack_timer->async_wait([id](const boost::system::error_code& ec) {
+    std::unique_lock lock(id->tx_mutex);
+    frame acks;
+    if (!ec && !id->link_closed && id->tx_fd >= 0 && !id->tx_sealed) acks = take_acks(*id);
+    id->ack_idle = acks.empty() ? id->ack_idle + 1 : 0;
+    id->ack_ticker = !ec && !id->link_closed && id->ack_idle < ack_idle_ticks;
+    const bool again = id->ack_ticker;
+    if (!acks.empty()) transmit(id, lock, std::move(acks), {});
+    if (again) ack_tick(id);
+  });
+}
+
+}  // namespace
+
+void ensure_ack_ticker(const id_ptr& id) {
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->ack_pending == 0 || id->ack_ticker) return;
+    id->ack_ticker = true;
+    id->ack_idle = 0;
+  }
+  try {
+    asio::post(*id->io, [id] {
+      if (!id->ack_timer) id->ack_timer.emplace(*id->io);
+      ack_tick(id);
+    });
+  } catch (const std::bad_alloc&) {
+    const std::lock_guard lock(id->tx_mutex);
+    id->ack_ticker = false;  // the next poll flushes, or tries again
+  }
+}
+namespace {
+
+/// The progress thread's writer: everything queued, in one gathered write.
+void write_next(const id_ptr& id) {
+  std::vector<asio::const_buffer> buffers;
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->link_closed || id->out.empty()) {
+      drop_queued(*id);
+      id->out_offset = 0;
+      id->writing = false;
+      if (!id->link_closed && id->then == after_write::shutdown_send) {
+        boost::system::error_code ignored;
+        id->socket->shutdown(tcp::socket::shutdown_send, ignored);
+      }
+      return;
+    }
+    id->writing = true;
+    id->in_flight = std::min<std::size_t>(id->out.size(), 64);
+    for (std::size_t i = 0; i < id->in_flight; ++i)
+      buffers.emplace_back(asio::buffer(id->out[i].bytes) + (i == 0 ? id->out_offset : 0));
+  }
+  asio::async_write(*id->socket, buffers,
+                    [id](const boost::system::error_code& ec, std::size_t /*n*/) {
+                      {
+                        const std::lock_guard lock(id->tx_mutex);
+                        for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight)
+                          pop_written(*id);
+                        id->out_offset = 0;
+                        if (ec) drop_queued(*id);
+                      }
+                      if (ec && !id->link_closed) return link_failed(id, errno_of(ec));
+                      write_next(id);
+                    });
+}
+
+}  // namespace
+
+void finish_link(const id_ptr& id, bool bounded) {
+  if (id->link_closed || !id->socket) return;
+  bool idle = false;
+  {
+    const std::lock_guard lock(id->tx_mutex);
+    id->tx_sealed = true;
+    id->then = after_write::shutdown_send;
+    idle = !id->writing;
+  }
+  if (idle) write_next(id);
+  if (bounded && id->timer) {
+    id->timer->expires_after(linger_timeout);
+    id->timer->async_wait([id](const boost::system::error_code& ec) {
+      if (!ec) close_link(id);
+    });
+  }
+}
+
+void open_tx(soft_id& id) {
+  const std::lock_guard lock(id.tx_mutex);
+  id.tx_fd = id.socket->native_handle();
+}
+namespace {
+
+/// How a QP writes its frames: through the id's link while the id lives.
+std::function<void(frame, byte_span)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail);
+  };
+}
+
+std::size_t queued_reads(const id_ptr& id) {
+  const std::lock_guard lock(id->tx_mutex);
+  return id->reads_queued;
+}
+
+}  // namespace
+
+void qp_ready_locked(const id_ptr& id) {
+  if (!id->qp) return;
+  const std::weak_ptr<soft_id> weak(id);
+  soft_dp::link_ops ops;
+  ops.send = link_of(id);
+  ops.progress = std::make_shared<const std::function<void()>>([weak] {
+    if (const id_ptr alive = weak.lock()) pump_from_application(alive);
+  });
+  ops.queued_reads = [weak]() -> std::size_t {
+    const id_ptr alive = weak.lock();
+    return alive ? queued_reads(alive) : 0;
+  };
+  ops.read_budget_spent = [weak] {
+    const id_ptr alive = weak.lock();
+    return alive && alive->read_total != nullptr &&
+           alive->read_total->load() >= alive->limits.queued_read_bytes_total;
+  };
+  // What each end may have unanswered: IB's initiator depth and responder
+  // resources, whichever of the two ends offers less (make_ready caps them).
+  ops.max_reads_out = std::min(id->own_depth, id->peer_resources);
+  ops.max_reads_in = std::min(id->own_resources, id->peer_depth);
+  soft_dp::make_ready(*id->qp, std::move(ops));
+}
+
+}  // namespace arpma::provider::soft_link
