@@ -59,8 +59,8 @@ int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr) {
 int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd) {
   if (conn == nullptr || fd == nullptr) return RPMA_E_INVAL;
   const auto* state = conn->cxx.state();
-  if (state == nullptr || state->shared_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
-  *fd = state->prov().comp_channel_fd(state->shared_channel);
+  if (state == nullptr || state->conn_comp_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
+  *fd = state->prov().comp_channel_fd(state->conn_comp_channel);
   return 0;
 }
 
@@ -76,7 +76,7 @@ int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
   // As librpma: with a shared channel, that channel's fd for either CQ.
   const auto& queue = cq->receive ? state->rcq : state->cq;
   const auto* channel =
-      state->shared_channel != nullptr ? state->shared_channel : queue.own_channel;
+      state->conn_comp_channel != nullptr ? state->conn_comp_channel : queue.own_channel;
   *fd = state->prov().comp_channel_fd(channel);
   return 0;
 }

@@ -39,7 +39,8 @@ int rpma_conn_req_delete(struct rpma_conn_req** req_ptr) {
 int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
                           const struct rpma_conn_private_data* pdata, struct rpma_conn** conn_ptr) {
   if (req_ptr == nullptr || *req_ptr == nullptr) return RPMA_E_INVAL;
-  // From here on the request is consumed, whatever happens (librpma §3.7).
+  // From here on the request is consumed, whatever happens (as librpma: rpma_conn_req_connect frees
+  // it on every path).
   std::unique_ptr<rpma_conn_req> req(std::exchange(*req_ptr, nullptr));
   if (conn_ptr == nullptr || (pdata != nullptr && (pdata->ptr == nullptr || pdata->len == 0))) {
     (void)req->cxx.close();

@@ -36,8 +36,8 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
   if (state == nullptr) return false;
   out.provider = &state->prov();
   out.queue = cq->receive ? &state->rcq : &state->cq;
-  out.shared = state->shared_channel != nullptr;
-  out.channel = out.shared ? state->shared_channel : out.queue->own_channel;
+  out.shared = state->conn_comp_channel != nullptr;
+  out.channel = out.shared ? state->conn_comp_channel : out.queue->own_channel;
   return out.queue->cq != nullptr;
 }
 
@@ -93,9 +93,9 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
 int rpma_conn_wait(struct rpma_conn* conn, int /*flags*/, struct rpma_cq** cq, bool* is_rcq) {
   if (conn == nullptr || cq == nullptr || conn->cxx.state() == nullptr) return RPMA_E_INVAL;
   auto& state = *conn->cxx.state();
-  if (state.shared_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
+  if (state.conn_comp_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
   auto& p = state.prov();
-  auto fired = p.get_cq_event(state.shared_channel);
+  auto fired = p.get_cq_event(state.conn_comp_channel);
   if (!fired) return RPMA_E_NO_COMPLETION;
   rpma_cq* which = nullptr;
   if (fired.value() == state.cq.cq)

@@ -90,8 +90,9 @@ int rpma_flush(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_of
   auto* state = state_of(conn);
   if (state == nullptr || dst == nullptr || flags == 0) return RPMA_E_INVAL;
   if (type != RPMA_FLUSH_TYPE_PERSISTENT && type != RPMA_FLUSH_TYPE_VISIBILITY) return RPMA_E_INVAL;
-  const auto kind = type == RPMA_FLUSH_TYPE_PERSISTENT ? arpma::detail::flush_kind::persistent
-                                                       : arpma::detail::flush_kind::visibility;
+  static_assert(static_cast<int>(arpma::flush_type::persistent) == RPMA_FLUSH_TYPE_PERSISTENT &&
+                static_cast<int>(arpma::flush_type::visibility) == RPMA_FLUSH_TYPE_VISIBILITY);
+  const auto kind = static_cast<arpma::flush_type>(type);
   return arpma::capi::guarded([&] {
     return result(arpma::detail::post_flush(*state, dst->cxx, dst_offset, len, kind,
                                             options(flags, op_context)));

@@ -247,8 +247,6 @@ std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
   return set_fd_blocking(fd(), blocking);
 }
 
-namespace {}  // namespace
-
 // The reactor is edge-triggered: read until nothing is left or the next event
 // is never signalled.
 void cm_channel::drain() {
@@ -303,8 +301,8 @@ void unpark_from_loop(const asio::any_io_executor& ex, parked_link& op) noexcept
   service_of(ex).unpark(op);
 }
 
-result<std::shared_ptr<cm_channel>> shared_cm_channel(provider::provider& prov,
-                                                      const asio::any_io_executor& ex) {
+result<std::shared_ptr<cm_channel>> loop_cm_channel(provider::provider& prov,
+                                                    const asio::any_io_executor& ex) {
   return service_of(ex).shared(prov, ex);
 }
 

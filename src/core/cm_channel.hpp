@@ -137,7 +137,7 @@ void unpark_from_loop(const asio::any_io_executor& ex, parked_link& op) noexcept
 
 /// The channel shared by every id that C++ callers create on one io_context
 /// with one provider: 1,000 requests in flight use one fd, not 1,000.
-[[nodiscard]] result<std::shared_ptr<cm_channel>> shared_cm_channel(
-    provider::provider& prov, const asio::any_io_executor& ex);
+[[nodiscard]] result<std::shared_ptr<cm_channel>> loop_cm_channel(provider::provider& prov,
+                                                                  const asio::any_io_executor& ex);
 
 }  // namespace arpma::detail

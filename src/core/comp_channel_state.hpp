@@ -25,7 +25,7 @@ class cq_dispatcher;
 /// The fd is watched only while some dispatcher on it has operations
 /// pending (`wanting`), so an io_context with nothing to do still runs out
 /// of work. On a wake-up every pending event is read, acknowledged and its
-/// CQ re-armed (lessons 9 and 10), then each dispatcher whose CQ fired
+/// CQ re-armed before any CQ is drained, then each dispatcher whose CQ fired
 /// drains its CQs.
 struct comp_channel_state final : std::enable_shared_from_this<comp_channel_state>,
                                   loop_shutdown_listener {

@@ -114,7 +114,7 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
         cfg_.timeout.count() < 0)
       return finish(make_error_code(errc::invalid_argument));
     const auto& ex = executor();
-    auto channel = mode_ == channel_mode::shared ? shared_cm_channel(prov(), ex)
+    auto channel = mode_ == channel_mode::shared ? loop_cm_channel(prov(), ex)
                                                  : cm_channel::create(prov(), ex);
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
@@ -195,7 +195,7 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
     if (resolver_) resolver_->cancel();
     conn_req result;
     if (req_) {
-      if (req_->channel) req_->channel->detach(req_->token);
+      if (req_->cm_events) req_->cm_events->detach(req_->token);
       if (ec)
         req_.reset();  // reverse-order teardown
       else

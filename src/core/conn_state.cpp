@@ -67,25 +67,26 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
   return {};
 }
 
-std::error_code conn_state::join_common_channel(comp_channel_state& common, provider::device* dev) {
+std::error_code conn_state::join_attached_comp_channel(comp_channel_state& common, provider::device* dev) {
   // Its events are taken on its io_context, and a CQ lives on its channel's device.
   // Compared by io_context, not executor: a strand of the same one is fine.
-  if (common.native == nullptr || common.peer->dev != dev || !channel ||
+  if (common.native == nullptr || common.peer->dev != dev || !cm_events ||
       &asio::query(common.ex, asio::execution::context) !=
-          &asio::query(channel->executor(), asio::execution::context)) {
+          &asio::query(cm_events->executor(), asio::execution::context)) {
     ARPMA_LOG(log_level::error,
               "the completion channel belongs to another device or io_context than the "
               "connection");
     return make_error_code(errc::invalid_argument);
   }
-  common_channel = common.shared_from_this();
+  attached_comp_channel = common.shared_from_this();
   return {};
 }
 
 std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   auto& p = prov();
   provider::device* dev = p.id_device(id);
-  // The SRQ's RCQ replaces the connection's (§2.3); its channel is its own.
+  // The SRQ's RCQ replaces the connection's (as librpma's rpma_conn_cfg_set_srq); its channel is
+  // its own.
   provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
   if (cfg.shared_completion_channel && srq_rcq != nullptr) {
     ARPMA_LOG(log_level::error,
@@ -94,22 +95,23 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     return make_error_code(errc::invalid_argument);
   }
   if (cfg.completion_channel != nullptr) {
-    if (auto ec = join_common_channel(*cfg.completion_channel, dev)) return ec;
+    if (auto ec = join_attached_comp_channel(*cfg.completion_channel, dev)) return ec;
   } else if (cfg.shared_completion_channel) {
     auto created = p.create_comp_channel(dev);
     if (!created) {
       ARPMA_LOG_FAILURE("create shared completion channel", created.error());
       return created.error();
     }
-    shared_channel = created.value();
+    conn_comp_channel = created.value();
   }
-  provider::comp_channel* on = common_channel ? common_channel->native : shared_channel;
+  provider::comp_channel* on =
+      attached_comp_channel ? attached_comp_channel->native : conn_comp_channel;
   if (auto ec = make_cq(p, dev, cfg.cq_size, on, cq)) return ec;
   if (srq_rcq == nullptr && cfg.rcq_size > 0)
     if (auto ec = make_cq(p, dev, cfg.rcq_size, on, rcq)) return ec;
-  if (common_channel) {
-    common_channel->add_cq(cq.cq);
-    if (rcq.cq != nullptr) common_channel->add_cq(rcq.cq);
+  if (attached_comp_channel) {
+    attached_comp_channel->add_cq(cq.cq);
+    if (rcq.cq != nullptr) attached_comp_channel->add_cq(rcq.cq);
   }
   provider::qp_config qp;
   qp.send_cq = cq.cq;
@@ -139,21 +141,21 @@ std::error_code conn_state::destroy() noexcept {
     has_qp = false;
   }
   srq.reset();  // the SRQ goes with its last user (it owns its RCQ)
-  if (common_channel) {
-    common_channel->remove_cq(rcq.cq);
-    common_channel->remove_cq(cq.cq);
+  if (attached_comp_channel) {
+    attached_comp_channel->remove_cq(rcq.cq);
+    attached_comp_channel->remove_cq(cq.cq);
   }
   keep_first(first, destroy_cq(p, rcq));
   keep_first(first, destroy_cq(p, cq));
-  common_channel.reset();  // after its CQs: the last user destroys the channel
-  if (shared_channel != nullptr) {
-    const auto ec = p.destroy_comp_channel(shared_channel);
+  attached_comp_channel.reset();  // after its CQs: the last user destroys the channel
+  if (conn_comp_channel != nullptr) {
+    const auto ec = p.destroy_comp_channel(conn_comp_channel);
     if (ec) ARPMA_LOG_FAILURE("destroy shared completion channel", ec);
     keep_first(first, ec);
-    shared_channel = nullptr;
+    conn_comp_channel = nullptr;
   }
   if (id != nullptr) {
-    if (channel) channel->detach(token);
+    if (cm_events) cm_events->detach(token);
     attached = false;
     // An incoming request nobody accepted is refused, so the client hears
     // REJECTED now rather than timing out; the id is destroyed either way
@@ -168,32 +170,28 @@ std::error_code conn_state::destroy() noexcept {
     keep_first(first, ec);
     id = nullptr;
   }
-  channel.reset();
+  cm_events.reset();
   peer.reset();
   return first;
 }
 
-}  // namespace arpma::detail
-
-namespace arpma::detail {
-
 void conn_state::attach() {
   // Again when attached: the executor its events go to may have changed
   // (a request connected on another strand than it was made on).
-  channel->attach(token, this, ex);
+  cm_events->attach(token, this, ex);
   attached = true;
 }
 
 std::error_code conn_state::move_to(std::shared_ptr<cm_channel> to) {
-  if (to == channel) return {};
+  if (to == cm_events) return {};
   if (auto ec = prov().migrate_id(id, to->native())) {
     ARPMA_LOG_FAILURE("migrate id", ec);
     return ec;
   }
   const bool was_attached = attached;
-  if (attached) channel->detach(token);
+  if (attached) cm_events->detach(token);
   attached = false;
-  channel = std::move(to);
+  cm_events = std::move(to);
   if (was_attached) attach();
   return {};
 }
@@ -216,7 +214,8 @@ void conn_state::note(const provider::cm_event& event) {
   switch (event.type) {
     case type::established:
       phase = conn_phase::connected;
-      // The active side learns the server's private data here (§3.10 step 3).
+      // The active side learns the server's private data here (ESTABLISHED carries the REP's
+      // private data).
       if (private_data.empty() && event.private_data_len > 0)
         private_data.assign(event.private_data.begin(),
                             event.private_data.begin() + event.private_data_len);

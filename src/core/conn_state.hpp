@@ -58,20 +58,20 @@ enum class conn_phase : std::uint8_t {
 struct conn_state final : cm_event_sink {
   conn_state(std::shared_ptr<peer_state> p, std::shared_ptr<cm_channel> ch,
              std::uint64_t tok) noexcept
-      : peer(std::move(p)), channel(std::move(ch)), token(tok) {}
+      : peer(std::move(p)), cm_events(std::move(ch)), token(tok) {}
   conn_state(const conn_state&) = delete;
   conn_state& operator=(const conn_state&) = delete;
   ~conn_state() { (void)destroy(); }
 
   [[nodiscard]] provider::provider& prov() const noexcept { return peer->prov; }
 
-  /// Creates CQ, RCQ (when cfg asks) and the QP on the id's device (§3.4);
+  /// Creates CQ, RCQ (when cfg asks) and the QP on the id's device (librpma's order);
   /// with cfg.srq the QP receives from it (and into its RCQ, if it has one,
   /// instead of an RCQ of the connection's).
   std::error_code build_queues(const conn_cfg& cfg);
   /// Takes `common` as the channel of both CQs, if it is on this id's
   /// device and io_context (errc::invalid_argument otherwise).
-  std::error_code join_common_channel(comp_channel_state& common, provider::device* dev);
+  std::error_code join_attached_comp_channel(comp_channel_state& common, provider::device* dev);
   /// Releases everything; returns the first error, always finishes.
   std::error_code destroy() noexcept;
 
@@ -97,11 +97,12 @@ struct conn_state final : cm_event_sink {
 
   /// The io_context of the C++ object, or an empty executor (C flavour).
   [[nodiscard]] asio::any_io_executor loop() const {
-    return attached && channel ? channel->executor() : asio::any_io_executor();
+    return attached && cm_events ? cm_events->executor() : asio::any_io_executor();
   }
 
   std::shared_ptr<peer_state> peer;
-  std::shared_ptr<cm_channel> channel;
+  /// The rdma_cm event channel the id's events arrive on.
+  std::shared_ptr<cm_channel> cm_events;
   /// The C++ object's executor: its data path and handlers run there.
   asio::any_io_executor ex;
   std::uint64_t token;
@@ -110,10 +111,13 @@ struct conn_state final : cm_event_sink {
   bool attached = false;
   conn_phase phase = conn_phase::request;
   bool has_qp = false;
-  provider::comp_channel* shared_channel = nullptr;
-  /// The channel shared with other connections (conn_cfg::completion_channel)
-  /// both CQs are on; then neither has a channel of its own.
-  std::shared_ptr<comp_channel_state> common_channel;
+  /// The one completion channel of both CQs (conn_cfg::shared_completion_channel,
+  /// librpma's "shared channel"), owned by the connection.
+  provider::comp_channel* conn_comp_channel = nullptr;
+  /// An arpma::completion_channel shared with other connections
+  /// (conn_cfg::completion_channel) both CQs are on; then neither CQ has a
+  /// channel of its own.
+  std::shared_ptr<comp_channel_state> attached_comp_channel;
   cq_state cq;
   cq_state rcq;
   /// The SRQ the QP receives from, kept alive while the QP uses it.
@@ -138,7 +142,7 @@ struct conn_state final : cm_event_sink {
 /// UNREACHABLE → host_unreachable, ...); success for any other event.
 [[nodiscard]] std::error_code connect_failure(const provider::cm_event& event) noexcept;
 
-/// librpma's mapping of an rdma_cm event (reference §3.10); undefined when none.
+/// librpma's mapping of an rdma_cm event (docs/compatibility.md); undefined when none.
 [[nodiscard]] conn_event to_conn_event(provider::cm_event_type type) noexcept;
 
 /// rdma_disconnect, once; nothing when the connection is already closed.

@@ -50,15 +50,15 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
       return fail(make_error_code(errc::invalid_argument));
     // Another io_context's request moves to this one's channel (a strand
     // of the same io_context is the same loop: the channel stays).
-    if (&asio::query(state_->channel->executor(), asio::execution::context) !=
+    if (&asio::query(state_->cm_events->executor(), asio::execution::context) !=
         &asio::query(executor(), asio::execution::context)) {
-      auto shared = shared_cm_channel(state_->prov(), executor());
+      auto shared = loop_cm_channel(state_->prov(), executor());
       if (!shared) return fail(shared.error());
       if (auto ec = state_->move_to(shared.value())) return fail(ec);
     }
     state_->ex = executor();
     state_->attach();
-    hold(state_->channel);
+    hold(state_->cm_events);
     state_->watch(shared_from_this());
     const auto len = static_cast<std::uint8_t>(pdata_.size());
     if (auto ec = state_->start_connect(pdata_.empty() ? nullptr : pdata_.data(), len))
@@ -103,7 +103,7 @@ void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint
                    connection_handler handler) {
   auto state = req.release();
   if (state && !runs_operations(ex))
-    ex = runs_operations(state->ex) ? state->ex : state->channel->executor();
+    ex = runs_operations(state->ex) ? state->ex : state->cm_events->executor();
   if (!state || !runs_operations(ex)) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), connection());
   }

@@ -52,7 +52,7 @@ class conn_wait : public parked_op<Derived, Results...>, public conn_watcher {
 
   void start() {
     this->park(any_cancellation);
-    this->hold(state_->channel);
+    this->hold(state_->cm_events);
     state_->watch(this->shared_from_this());
     poke();
   }

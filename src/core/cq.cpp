@@ -128,7 +128,7 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
     return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
                         std::move(handler), make_error_code(errc::invalid_argument));
   }
-  if (state->shared_channel != nullptr || state->common_channel)
+  if (state->conn_comp_channel != nullptr || state->attached_comp_channel)
     return fail_on_loop(state->loop(), std::move(handler), make_error_code(errc::shared_channel));
   std::make_shared<cq_wait>(state->ex, std::move(handler), state->prov(), *q)
       ->start(state->waiters());

@@ -245,7 +245,7 @@ void cq_dispatcher::drain_into(std::span<provider::work_completion> batch) {
         break;
       }
       for (std::size_t i = 0; i < got.value(); ++i) {
-        dispatch(batch[i]);
+        deliver(batch[i]);
         // A handler closed the connection: its CQs are gone, and what the
         // batch still holds was completed as aborted.
         if (closed_) return;
@@ -255,7 +255,7 @@ void cq_dispatcher::drain_into(std::span<provider::work_completion> batch) {
   }
 }
 
-void cq_dispatcher::dispatch(const provider::work_completion& wc) {
+void cq_dispatcher::deliver(const provider::work_completion& wc) {
   auto* op = take(wc.wr_id);
   ++dispatched_;
   if (op == nullptr) {

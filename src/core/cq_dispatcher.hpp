@@ -25,7 +25,7 @@ namespace arpma::detail {
 /// `ex` runs no operations); a loop destroyed first drops it uncalled.
 void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& ec);
 
-/// Lesson 9 and 10 of lessons.md: on each wake-up, read every pending channel
+/// On each wake-up, read every pending channel
 /// event (until EAGAIN), acknowledge them, re-arm, and only then drain the
 /// CQs — a completion that arrives between drain and arm is signalled by the
 /// arm. The fds are watched only while operations are pending; a wait that
@@ -97,7 +97,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   void drain_cqs();
   void drain_into(std::span<provider::work_completion> batch);
   void busy_poll(std::chrono::steady_clock::time_point since);
-  void dispatch(const provider::work_completion& wc);
+  void deliver(const provider::work_completion& wc);
   /// Completes every waiting operation with operation_aborted, each from
   /// the executor's queue (never inside the call that closed them).
   void fail_pending() noexcept;

@@ -11,7 +11,8 @@
 namespace arpma {
 namespace detail {
 
-std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id, bool signaled) {
+std::error_code post_data_op(conn_state& st, const data_op& op, std::uint64_t wr_id,
+                             bool signaled) {
   const post_options opts{signaled, wr_id};
   using k = data_op::kind;
   const remote_mr* remote = op.remote ? &*op.remote : nullptr;
@@ -30,10 +31,7 @@ std::error_code post(conn_state& st, const data_op& op, std::uint64_t wr_id, boo
     }
     case k::flush:
       if (remote == nullptr) return make_error_code(errc::invalid_argument);
-      return post_flush(
-          st, *remote, op.remote_offset, op.len,
-          op.flush == flush_type::persistent ? flush_kind::persistent : flush_kind::visibility,
-          opts);
+      return post_flush(st, *remote, op.remote_offset, op.len, op.flush, opts);
     case k::send:
     case k::send_with_imm:
       return post_send(st, op.local, op.local_offset, op.len,
@@ -69,7 +67,7 @@ void start_data_op(conn_state* state, const data_op& op, wc_op* pending) {
   if (state == nullptr || !state->attached || !state->has_qp)
     return fail_op(executor_of(state), pending, make_error_code(errc::invalid_argument));
   start_wc_op(state->completions(), pending,
-              [&](std::uint64_t wr_id) { return post(*state, op, wr_id, true); });
+              [&](std::uint64_t wr_id) { return post_data_op(*state, op, wr_id, true); });
 }
 
 void start_srq_recv(srq_state* state, const local_mr_state* dst, std::size_t offset,
@@ -91,12 +89,12 @@ const asio::any_io_executor& srq_executor(const srq_state* state) noexcept {
 cq_dispatcher& conn_state::completions() {
   if (!dispatcher) {
     dispatcher = std::make_shared<cq_dispatcher>(
-        prov(), std::vector{shared_channel, cq.own_channel, rcq.own_channel},
-        std::vector{cq.cq, rcq.cq}, ex, common_channel);
+        prov(), std::vector{conn_comp_channel, cq.own_channel, rcq.own_channel},
+        std::vector{cq.cq, rcq.cq}, ex, attached_comp_channel);
     on_loop_shutdown(ex, dispatcher);
-    if (common_channel) {
-      common_channel->bind(cq.cq, dispatcher);
-      if (rcq.cq != nullptr) common_channel->bind(rcq.cq, dispatcher);
+    if (attached_comp_channel) {
+      attached_comp_channel->bind(cq.cq, dispatcher);
+      if (rcq.cq != nullptr) attached_comp_channel->bind(rcq.cq, dispatcher);
     }
   }
   return *dispatcher;
@@ -109,7 +107,7 @@ namespace {
 std::error_code post_now(detail::conn_state* state, const detail::data_op& op, std::uint64_t wr_id,
                          bool signaled) {
   if (state == nullptr || !state->has_qp) return make_error_code(errc::invalid_argument);
-  return detail::post(*state, op, wr_id, signaled);
+  return detail::post_data_op(*state, op, wr_id, signaled);
 }
 
 }  // namespace

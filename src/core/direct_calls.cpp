@@ -14,7 +14,7 @@ namespace {
 // rpma_cq_wait / rpma_conn_wait block until the program sets O_NONBLOCK.
 std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
   auto& p = state.prov();
-  for (auto* channel : {state.shared_channel, state.cq.own_channel, state.rcq.own_channel})
+  for (auto* channel : {state.conn_comp_channel, state.cq.own_channel, state.rcq.own_channel})
     if (channel != nullptr)
       if (auto ec = set_fd_blocking(p.comp_channel_fd(channel), true)) return ec;
   return {};
@@ -48,7 +48,7 @@ result<connection> connect_now(conn_req req, std::span<const std::uint8_t> priva
   if (!state) return make_error_code(errc::invalid_argument);
   if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
   // The fds the connection hands out behave as librpma's: blocking.
-  if (auto ec = state->channel->set_blocking(true)) return ec;
+  if (auto ec = state->cm_events->set_blocking(true)) return ec;
   if (auto ec = make_completion_fds_blocking(*state)) return ec;
   const auto len = static_cast<std::uint8_t>(private_data.size());
   if (auto ec = state->start_connect(private_data.empty() ? nullptr : private_data.data(), len))
@@ -59,7 +59,7 @@ result<connection> connect_now(conn_req req, std::span<const std::uint8_t> priva
 result<conn_event> next_event_now(const connection& conn) {
   auto* state = conn.state();
   if (state == nullptr) return make_error_code(errc::invalid_argument);
-  auto event = state->channel->read_now();
+  auto event = state->cm_events->read_now();
   if (!event) return event.error();
   state->note(event.value());
   const auto mapped = to_conn_event(event.value().type);
@@ -77,7 +77,7 @@ int event_fd(const endpoint& ep) noexcept {
 }
 
 int event_fd(const connection& conn) noexcept {
-  return conn.state() != nullptr ? conn.state()->channel->fd() : -1;
+  return conn.state() != nullptr ? conn.state()->cm_events->fd() : -1;
 }
 
 }  // namespace arpma::detail

@@ -153,8 +153,9 @@ result<std::unique_ptr<conn_state>> endpoint_state::next_request_now(const conn_
     (void)prov().destroy_id(ev.id);
     return make_error_code(errc::no_memory);
   }
-  if (auto ec = request->channel->set_blocking(true)) return ec;  // request rejects on the way out
-  if (auto ec = prov().migrate_id(ev.id, request->channel->native())) {
+  if (auto ec = request->cm_events->set_blocking(true))
+    return ec;  // request rejects on the way out
+  if (auto ec = prov().migrate_id(ev.id, request->cm_events->native())) {
     ARPMA_LOG_FAILURE("migrate id", ec);
     return ec;
   }
@@ -221,7 +222,7 @@ result<endpoint> endpoint::listen(const asio::any_io_executor& ex, const peer& p
                                   std::string_view addr, std::string_view port) {
   if (!p.state() || addr.empty() || port.empty() || !detail::runs_operations(ex))
     return make_error_code(errc::invalid_argument);
-  auto channel = detail::shared_cm_channel(p.state()->prov, ex);
+  auto channel = detail::loop_cm_channel(p.state()->prov, ex);
   if (!channel) return channel.error();
   const auto token = channel.value()->reserve_token();
   auto state = std::make_unique<detail::endpoint_state>(p.state(), channel.value(), token);

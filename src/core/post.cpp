@@ -34,7 +34,7 @@ std::error_code remote_range(const remote_mr* mr, std::size_t offset, std::size_
   return {};
 }
 
-std::error_code post(conn_state& conn, const provider::send_wr& wr, const char* what) {
+std::error_code post_wr(conn_state& conn, const provider::send_wr& wr, const char* what) {
   if (conn.id == nullptr || !conn.has_qp) return invalid();
   if (auto ec = conn.prov().post_send(conn.id, wr)) {
     ARPMA_LOG_FAILURE(what, ec);
@@ -73,7 +73,7 @@ std::error_code post_emulated_flush(conn_state& conn, const remote_mr& dst, std:
   wr.local = conn.flush_raw->slice(0, len);
   wr.remote_addr = dst.addr() + offset;
   wr.rkey = dst.rkey();
-  return post(conn, wr, "post flush (emulated by a read)");
+  return post_wr(conn, wr, "post flush (emulated by a read)");
 }
 
 }  // namespace
@@ -98,7 +98,7 @@ std::error_code post_read(conn_state& conn, const local_mr_state* dst, std::size
   auto wr = base(opts, provider::wr_opcode::rdma_read);
   if (auto ec = local_sge(dst, dst_offset, len, wr.local)) return ec;
   if (auto ec = remote_range(src, src_offset, len, wr)) return ec;
-  return post(conn, wr, "post read");
+  return post_wr(conn, wr, "post read");
 }
 
 std::error_code post_write(conn_state& conn, const remote_mr* dst, std::size_t dst_offset,
@@ -110,7 +110,7 @@ std::error_code post_write(conn_state& conn, const remote_mr* dst, std::size_t d
   wr.imm = imm.value_or(0);
   if (auto ec = local_sge(src, src_offset, len, wr.local)) return ec;
   if (auto ec = remote_range(dst, dst_offset, len, wr)) return ec;
-  return post(conn, wr, "post write");
+  return post_wr(conn, wr, "post write");
 }
 
 std::error_code post_atomic_write(conn_state& conn, const remote_mr& dst, std::size_t dst_offset,
@@ -119,12 +119,12 @@ std::error_code post_atomic_write(conn_state& conn, const remote_mr& dst, std::s
   auto wr = base(opts, provider::wr_opcode::atomic_write);
   if (auto ec = remote_range(&dst, dst_offset, 8, wr)) return ec;
   std::memcpy(wr.atomic_value.data(), src, 8);
-  return post(conn, wr, "post atomic write");
+  return post_wr(conn, wr, "post atomic write");
 }
 
 std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t dst_offset,
-                           std::size_t len, flush_kind kind, post_options opts) {
-  if (kind == flush_kind::persistent) {
+                           std::size_t len, flush_type type, post_options opts) {
+  if (type == flush_type::persistent) {
     if (!conn.direct_write_to_pmem) {
       ARPMA_LOG(log_level::error,
                 "Connection does not support flush to persistency. Check if the remote node "
@@ -148,10 +148,10 @@ std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t d
   wr.remote_addr = dst.addr() + dst_offset;
   wr.rkey = dst.rkey();
   wr.flush_length = len;
-  wr.flush = kind == flush_kind::persistent ? provider::flush_type::persistent
+  wr.flush = type == flush_type::persistent ? provider::flush_type::persistent
                                             : provider::flush_type::global;
   wr.level = provider::flush_level::range;
-  return post(conn, wr, "post flush");
+  return post_wr(conn, wr, "post flush");
 }
 
 std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size_t offset,
@@ -159,7 +159,7 @@ std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size
   auto wr = base(opts, imm ? provider::wr_opcode::send_with_imm : provider::wr_opcode::send);
   wr.imm = imm.value_or(0);
   if (auto ec = local_sge(src, offset, len, wr.local)) return ec;
-  return post(conn, wr, "post send");
+  return post_wr(conn, wr, "post send");
 }
 
 }  // namespace arpma::detail

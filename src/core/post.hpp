@@ -2,6 +2,7 @@
 // argument checks and the work request, shared by the C and C++ data paths.
 #pragma once
 
+#include "arpma/connection.hpp"
 #include "arpma/mr.hpp"
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
@@ -12,9 +13,6 @@
 #include <system_error>
 
 namespace arpma::detail {
-
-/// Which flush: librpma's RPMA_FLUSH_TYPE_PERSISTENT (0) / _VISIBILITY (1).
-enum class flush_kind : int { persistent = 0, visibility = 1 };
 
 /// What every post takes besides its buffers.
 struct post_options {
@@ -40,7 +38,7 @@ std::error_code post_atomic_write(conn_state& conn, const remote_mr& dst, std::s
 /// errc::not_supported when the region (or, for persistent, the peer's
 /// configuration) does not allow that flush, as librpma.
 std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t dst_offset,
-                           std::size_t len, flush_kind kind, post_options opts);
+                           std::size_t len, flush_type type, post_options opts);
 std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size_t offset,
                           std::size_t len, std::optional<std::uint32_t> imm, post_options opts);
 

@@ -93,6 +93,9 @@ enum class wr_opcode : std::uint8_t {
 };
 
 /// What a flush makes durable (IBV_FLUSH_GLOBAL / IBV_FLUSH_PERSISTENT).
+/// The flush types of verbs (IBV_FLUSH_GLOBAL, IBV_FLUSH_PERSISTENT) and of
+/// the soft wire. The seam's own: arpma::flush_type (librpma's values, with
+/// "visibility" for verbs' "global") is above this layer.
 enum class flush_type : std::uint8_t { global, persistent };
 /// Whether a flush covers its range or the whole remote region.
 enum class flush_level : std::uint8_t { range, mr };

@@ -115,7 +115,7 @@ TEST_F(conn_capi, connect_with_bad_arguments_consumes_the_request) {
                    : i == 1 ? rpma_conn_req_connect(&req, &null_ptr, &conn)
                             : rpma_conn_req_connect(&req, &zero_len, &conn);
     EXPECT_EQ(rc, RPMA_E_INVAL);
-    EXPECT_EQ(req, nullptr) << "consumed (librpma §3.7 step 2)";
+    EXPECT_EQ(req, nullptr) << "consumed (librpma: rpma_conn_req_connect frees the request)";
     EXPECT_EQ(conn, sentinel_conn);
     EXPECT_EQ(fake.take_calls(), active_teardown) << "released, never connected";
   }
@@ -412,7 +412,7 @@ TEST_F(conn_capi, no_rcq_without_rcq_size) {
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
 }
 
-// librpma (§2.3): with a shared channel each CQ reports the shared fd.
+// librpma: with a shared channel each CQ reports the shared fd.
 TEST_F(conn_capi, a_shared_channel_is_the_fd_of_both_cqs) {
   ASSERT_EQ(rpma_conn_cfg_set_rcq_size(cfg, 5), 0);
   ASSERT_EQ(rpma_conn_cfg_set_compl_channel(cfg, true), 0);

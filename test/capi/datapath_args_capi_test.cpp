@@ -1,5 +1,5 @@
-// Every error row of the C data path and completion calls (librpma 1.3
-// reference §1.7-1.10, §3.15; include/librpma.h) on a real connected pair of
+// Every error row of the C data path and completion calls (librpma 1.3's
+// manual blocks in include/librpma.h) on a real connected pair of
 // the soft provider (the default here): argument errors of each posting call,
 // flush NOSUPP cases, RPMA_E_NO_COMPLETION from rpma_cq_get_wc and a
 // non-blocking rpma_cq_wait, rpma_cq_get_wc's num_entries rules, shared vs

@@ -72,7 +72,7 @@ struct objects {
   // The provider's fds the pending operations watch.
   [[nodiscard]] std::vector<int> provider_fds() const {
     const auto* st = pair.client.state();
-    return {st->prov().comp_channel_fd(st->cq.own_channel), st->channel->fd(),
+    return {st->prov().comp_channel_fd(st->cq.own_channel), st->cm_events->fd(),
             endpoint.state()->channel->fd(), srq.rcq_fd()};
   }
 };

@@ -1,5 +1,5 @@
 // arpma::errc, error_category() and to_rpma_error(): the error model of
-// design.md §Errors.
+// docs/style.md (Errors).
 #include "arpma/error.hpp"
 
 #include <librpma.h>
