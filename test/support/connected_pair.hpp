@@ -1,6 +1,6 @@
 // What the C++ integration tests built on one io_context share: the address
-// to test on, running the loop until a condition holds, and a connection
-// pair made through an endpoint with a cfg for each side.
+// to test on, running the loop until a condition holds (support/wait.hpp),
+// and a connection pair made through an endpoint with a cfg for each side.
 #pragma once
 
 #include "arpma/conn_cfg.hpp"
@@ -8,6 +8,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/peer.hpp"
+#include "support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/any_io_executor.hpp>
@@ -26,18 +27,6 @@ namespace arpma::test {
 inline std::string test_addr() {
   const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
   return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-/// Runs `io` in 10 ms slices until `done()` or `limit`; whether it holds.
-template <class Done>
-bool run_until(boost::asio::io_context& io, Done done,
-               std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done() && std::chrono::steady_clock::now() < end) {
-    io.restart();
-    io.run_for(std::chrono::milliseconds(10));
-  }
-  return done();
 }
 
 struct connected_pair {

@@ -20,21 +20,16 @@ TEST(ConnCfg, Defaults) {
   EXPECT_FALSE(cfg.shared_completion_channel);
 }
 
-TEST(ConnCfg, NamedDefaults) {
-  static_assert(arpma::conn_cfg::default_timeout == 1000ms);
-  static_assert(arpma::conn_cfg::default_queue_size == 10u);
-  constexpr arpma::conn_cfg cfg{};
-  static_assert(cfg.timeout == arpma::conn_cfg::default_timeout);
-  static_assert(cfg.cq_size == arpma::conn_cfg::default_queue_size);
-  SUCCEED();
-}
-
-TEST(ConnCfg, IsAPlainValue) {
-  static_assert(std::is_aggregate_v<arpma::conn_cfg>);
-  static_assert(std::is_trivially_copyable_v<arpma::conn_cfg>);
-  static_assert(std::is_nothrow_default_constructible_v<arpma::conn_cfg>);
-  SUCCEED();
-}
+// Compile-time facts, checked where they can fail: at build time.
+// The named defaults.
+static_assert(arpma::conn_cfg::default_timeout == 1000ms);
+static_assert(arpma::conn_cfg::default_queue_size == 10u);
+static_assert(arpma::conn_cfg{}.timeout == arpma::conn_cfg::default_timeout);
+static_assert(arpma::conn_cfg{}.cq_size == arpma::conn_cfg::default_queue_size);
+// A plain value.
+static_assert(std::is_aggregate_v<arpma::conn_cfg>);
+static_assert(std::is_trivially_copyable_v<arpma::conn_cfg>);
+static_assert(std::is_nothrow_default_constructible_v<arpma::conn_cfg>);
 
 TEST(ConnCfg, EqualityComparesEveryField) {
   const arpma::conn_cfg base;

@@ -5,6 +5,7 @@
 
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
+#include "support/wait.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -38,6 +39,7 @@ namespace {
 
 namespace prov = arpma::provider;
 using namespace std::chrono_literals;
+using arpma::test::eventually;
 using arpma::test::raw::closed_by_peer;
 using arpma::test::raw::read_exact;
 using arpma::test::raw::wait_limit;
@@ -626,8 +628,10 @@ TEST_F(soft_cm_test, accepting_after_the_active_side_left_is_unreachable) {
   prov::cm_id* active = resolved(ach, "127.0.0.1", port);
   prov::cm_id* passive = request(active, lch);
   ASSERT_NE(passive, nullptr);
+  const std::size_t failures = soft.link_failures();
   destroy(active);
-  std::this_thread::sleep_for(100ms);  // (either order gives the same answer)
+  // The passive side has seen its link fail before the accept.
+  ASSERT_TRUE(eventually([&] { return soft.link_failures() > failures; }));
   ASSERT_FALSE(soft.accept(passive, {}));
   auto e = next_event(soft, lch);
   ASSERT_TRUE(e);
@@ -635,6 +639,22 @@ TEST_F(soft_cm_test, accepting_after_the_active_side_left_is_unreachable) {
   EXPECT_EQ(e->id, passive);
   EXPECT_LT(e->status, 0);
   EXPECT_FALSE(readable(soft, ach, 0ms));
+}
+
+TEST_F(soft_cm_test, the_active_side_leaving_after_the_accept_is_unreachable_too) {
+  prov::event_channel* lch = channel();
+  prov::event_channel* ach = channel();
+  std::uint16_t port = 0;
+  listener(lch, "127.0.0.1", port);
+  prov::cm_id* active = resolved(ach, "127.0.0.1", port);
+  prov::cm_id* passive = request(active, lch);
+  ASSERT_NE(passive, nullptr);
+  ASSERT_FALSE(soft.accept(passive, {}));
+  destroy(active);  // before or after the REP reached it: no RTU comes
+  auto e = next_event(soft, lch);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, cm_event_type::unreachable) << prov::to_string(e->type);
+  EXPECT_EQ(e->id, passive);
 }
 
 TEST_F(soft_cm_test, ids_destroyed_mid_handshake_leave_no_events_and_no_leaks) {
@@ -655,12 +675,17 @@ TEST_F(soft_cm_test, ids_destroyed_mid_handshake_leave_no_events_and_no_leaks) {
       EXPECT_FALSE(soft.destroy_id(e->id));
     }
   }
-  std::this_thread::sleep_for(200ms);
-  while (auto e = next_event(soft, lch, 0ms)) {
-    if (e->type == cm_event_type::connect_request) {
-      EXPECT_FALSE(soft.destroy_id(e->id));
+  // Requests still on their way are destroyed as they come, until only the
+  // listener is alive: every other id, active or passive, was freed.
+  const bool only_the_listener = eventually([&] {
+    while (auto e = next_event(soft, lch, 0ms)) {
+      if (e->type == cm_event_type::connect_request) {
+        EXPECT_FALSE(soft.destroy_id(e->id));
+      }
     }
-  }
+    return soft.live_ids() == 1;
+  });
+  EXPECT_TRUE(only_the_listener) << soft.live_ids() << " ids alive";
 }
 
 TEST(soft_cm_lifetime, a_provider_with_links_still_closing_is_destroyed_promptly) {

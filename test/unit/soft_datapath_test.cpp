@@ -6,6 +6,7 @@
 
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
+#include "support/wait.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ namespace {
 namespace prov = arpma::provider;
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
 using namespace std::chrono_literals;
+using arpma::test::eventually;
 using prov::cm_event_type;
 using prov::wc_opcode;
 using prov::wc_status;
@@ -469,7 +471,9 @@ TEST_F(soft_datapath_test, queue_depths_are_enforced_and_a_send_waits_for_a_rece
   for (std::uint64_t i = 0; i < 4; ++i)
     ASSERT_FALSE(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, i));
   EXPECT_EQ(post(a, wr_opcode::send, amr, buf.data(), 8, 0, 0, 4), std::errc::not_enough_memory);
-  std::this_thread::sleep_for(100ms);
+  // All four have reached b and are held there (each costs at least its 64 B of
+  // bookkeeping; three cannot reach 256 B with 8 B payloads).
+  ASSERT_TRUE(eventually([&] { return soft.held_bytes() >= 4 * 64; })) << soft.held_bytes();
   EXPECT_TRUE(cq_empty(soft, a.cq)) << "no receive posted: the sends wait (RNR)";
 
   for (std::uint64_t i = 0; i < 3; ++i) ASSERT_FALSE(recv(b, bmr, &in[i * 64], 64, 50 + i));
@@ -809,9 +813,11 @@ TEST_F(soft_datapath_hostile, forged_keys_and_bad_ranges_get_a_nak_and_nothing_a
   const auto before = target_.bytes;
   ASSERT_TRUE(write_all(fd_, write_frame(rkey_ ^ 0x80000000u, base(), 16)));
   EXPECT_EQ(read_exact(fd_, 16), nak_access);
-  // The QP is in error now: even a valid write is not executed.
+  // The QP is in error now: even a valid write is not executed. Frames are
+  // taken in order, so once our end of stream has been read, so was the write.
   ASSERT_TRUE(write_all(fd_, write_frame(rkey_, base(), 16)));
-  std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(::shutdown(fd_, SHUT_WR), 0);
+  expect_disconnected();
   EXPECT_EQ(target_.bytes, before);
 }
 

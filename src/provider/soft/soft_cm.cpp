@@ -211,9 +211,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->socket.emplace(std::move(in->socket));
   child->rnr_timeout = listener->rnr_timeout;
   child->limits = listener->limits;
-  child->held_total = listener->held_total;
-  child->read_total = listener->read_total;
-  child->read_peak = listener->read_peak;
+  if (listener->totals != nullptr) child->count_in(*listener->totals);
   open_tx(*child);
   child->timer.emplace(child->socket->get_executor());
   in->timer.cancel();

@@ -77,12 +77,21 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   soft_id() = default;
   soft_id(const soft_id&) = delete;
   soft_id& operator=(const soft_id&) = delete;
-  /// What the link still held behind an RNR wait leaves the provider's total.
-  ~soft_id() {
-    if (held_total != nullptr && stalled_bytes > 0) held_total->fetch_sub(stalled_bytes);
-    if (read_total != nullptr)
-      for (const tx_frame& f : out) read_total->fetch_sub(f.read_bytes);
+  /// Counts the id in the provider's totals until it is freed.
+  void count_in(soft_provider::totals& t) noexcept {
+    totals = &t;
+    t.live_ids.fetch_add(1);
   }
+  /// What the link still held (RNR waits, READ responses) leaves the totals.
+  ~soft_id() {
+    if (totals == nullptr) return;
+    if (stalled_bytes > 0) totals->held_bytes.fetch_sub(stalled_bytes);
+    for (const tx_frame& f : out) totals->queued_read_bytes.fetch_sub(f.read_bytes);
+    totals->live_ids.fetch_sub(1);
+  }
+
+  /// The provider's (count_in), set before the id is published.
+  soft_provider::totals* totals = nullptr;
 
   // Application threads only (or set before the id is published).
   sockaddr_storage dst{};
@@ -133,8 +142,7 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::optional<asio::steady_timer> rnr_timer;
   std::chrono::milliseconds rnr_timeout{};
   soft_provider::limits limits;
-  std::atomic<std::size_t>* held_total = nullptr;  ///< the provider's, for limits.held_bytes_total
-  std::size_t half_open = 0;                       ///< listener: incoming links before their REQ
+  std::size_t half_open = 0;  ///< listener: incoming links before their REQ
 
   // The link's receiving side (under rx_mutex, either thread; pump_locked).
   std::mutex rx_mutex;
@@ -155,11 +163,9 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   int tx_fd = -1;          ///< the socket while it is open and connected
   bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
   std::deque<tx_frame> out;
-  std::size_t reads_queued = 0;                    ///< READ responses in `out`, not all written yet
-  std::atomic<std::size_t>* read_total = nullptr;  ///< the provider's queued READ response bytes
-  std::atomic<std::size_t>* read_peak = nullptr;   ///< and the most of them at once
-  std::size_t out_offset = 0;                      ///< bytes of out.front() already written
-  std::size_t in_flight = 0;                       ///< frames of `out` in the current async_write
+  std::size_t reads_queued = 0;                 ///< READ responses in `out`, not all written yet
+  std::size_t out_offset = 0;                   ///< bytes of out.front() already written
+  std::size_t in_flight = 0;                    ///< frames of `out` in the current async_write
   std::uint32_t ack_pending = 0;                ///< requests executed, acknowledgement not yet sent
   bool ack_ticker = false;                      ///< ack_timer runs
   int ack_idle = 0;                             ///< ticks in a row that found nothing to send

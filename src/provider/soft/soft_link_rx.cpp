@@ -342,7 +342,8 @@ rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> p
   const std::size_t cost = stalled_cost(payload.size());
   id->stalled.emplace_back(type, frame(payload.begin(), payload.end()));
   id->stalled_bytes += cost;
-  const std::size_t total = id->held_total != nullptr ? id->held_total->fetch_add(cost) + cost : 0;
+  const std::size_t total =
+      id->totals != nullptr ? id->totals->held_bytes.fetch_add(cost) + cost : 0;
   if (id->stalled_bytes <= max_stalled_bytes && total <= id->limits.held_bytes_total)
     return rx_next::more;
   id->reading_paused = true;
@@ -373,7 +374,7 @@ void drain_stalled(const id_ptr& id) {
       if (verdict == soft_dp::verdict::protocol_error) return link_failed(id, EPROTO);
       const std::size_t cost = stalled_cost(payload.size());
       id->stalled_bytes -= cost;
-      if (id->held_total != nullptr) id->held_total->fetch_sub(cost);
+      if (id->totals != nullptr) id->totals->held_bytes.fetch_sub(cost);
       id->stalled.pop_front();
       id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
     }

@@ -49,6 +49,7 @@ void flush_qp_locked(soft_id& id) {
 }
 
 void link_failed(const id_ptr& id, int err) {
+  if (id->totals != nullptr && !id->link_closed) id->totals->link_failures.fetch_add(1);
   {
     const std::lock_guard lock(id->mutex);
     switch (id->state) {
@@ -126,10 +127,10 @@ void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false
   }
   if (ends_read) ++id.reads_queued;
   const std::size_t read_bytes = response ? f.size() : 0;
-  if (read_bytes > 0 && id.read_total != nullptr) {
-    const std::size_t now = id.read_total->fetch_add(read_bytes) + read_bytes;
-    std::size_t peak = id.read_peak->load();
-    while (now > peak && !id.read_peak->compare_exchange_weak(peak, now)) {
+  if (read_bytes > 0 && id.totals != nullptr) {
+    const std::size_t now = id.totals->queued_read_bytes.fetch_add(read_bytes) + read_bytes;
+    std::size_t peak = id.totals->queued_read_peak.load();
+    while (now > peak && !id.totals->queued_read_peak.compare_exchange_weak(peak, now)) {
     }
   }
   id.out.push_back({std::move(f), ends_read, read_bytes});
@@ -139,7 +140,8 @@ void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false
 void pop_written(soft_id& id) {
   const tx_frame& f = id.out.front();
   if (f.ends_read) --id.reads_queued;
-  if (f.read_bytes > 0 && id.read_total != nullptr) id.read_total->fetch_sub(f.read_bytes);
+  if (f.read_bytes > 0 && id.totals != nullptr)
+    id.totals->queued_read_bytes.fetch_sub(f.read_bytes);
   id.out.pop_front();
 }
 
@@ -368,8 +370,8 @@ void qp_ready_locked(const id_ptr& id) {
   };
   ops.read_budget_spent = [weak] {
     const id_ptr alive = weak.lock();
-    return alive && alive->read_total != nullptr &&
-           alive->read_total->load() >= alive->limits.queued_read_bytes_total;
+    return alive && alive->totals != nullptr &&
+           alive->totals->queued_read_bytes.load() >= alive->limits.queued_read_bytes_total;
   };
   // What each end may have unanswered: IB's initiator depth and responder
   // resources, whichever of the two ends offers less (make_ready caps them).

@@ -169,9 +169,7 @@ result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t co
   id->context = context;
   id->rnr_timeout = rnr_timeout_;
   id->limits = limits_;
-  id->held_total = &held_bytes_;
-  id->read_total = &queued_read_bytes_;
-  id->read_peak = &queued_read_peak_;
+  id->count_in(totals_);
   id->self = id;
   return handle<cm_id>(id.get());
 }

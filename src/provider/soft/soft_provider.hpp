@@ -108,14 +108,30 @@ class soft_provider : public provider {  // not final: tests override single cal
     std::size_t queued_read_bytes_total = std::size_t{256} << 20;
   };
   void set_limits(const limits& l) noexcept { limits_ = l; }
-  /// Bytes held behind RNR waits now, on every link (for tests and diagnostics).
-  [[nodiscard]] std::size_t held_bytes() const noexcept { return held_bytes_.load(); }
-  /// Bytes of READ responses queued now, not yet written to their sockets,
-  /// and the most there have been at once.
-  [[nodiscard]] std::size_t queued_read_bytes() const noexcept { return queued_read_bytes_.load(); }
-  [[nodiscard]] std::size_t queued_read_bytes_peak() const noexcept {
-    return queued_read_peak_.load();
+
+  /// What every id of this provider adds to (for limits, tests and diagnostics).
+  struct totals {
+    /// Bytes held behind RNR waits on every link (limits::held_bytes_total).
+    std::atomic<std::size_t> held_bytes{0};
+    /// READ response bytes queued, not yet written (limits::queued_read_bytes_total),
+    /// and the most there have been at once.
+    std::atomic<std::size_t> queued_read_bytes{0};
+    std::atomic<std::size_t> queued_read_peak{0};
+    /// Ids alive: created and not yet freed (destroy_id, then the progress
+    /// thread's last handler of the id). A leak check's count.
+    std::atomic<std::size_t> live_ids{0};
+    /// Links that failed (EOF, reset, a write error, a frame refused, a deadline).
+    std::atomic<std::size_t> link_failures{0};
+  };
+  [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
+  [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
+    return totals_.queued_read_bytes.load();
   }
+  [[nodiscard]] std::size_t queued_read_bytes_peak() const noexcept {
+    return totals_.queued_read_peak.load();
+  }
+  [[nodiscard]] std::size_t live_ids() const noexcept { return totals_.live_ids.load(); }
+  [[nodiscard]] std::size_t link_failures() const noexcept { return totals_.link_failures.load(); }
 
  private:
   struct device_storage;
@@ -124,11 +140,8 @@ class soft_provider : public provider {  // not final: tests override single cal
   engine& progress();
 
   std::unique_ptr<device_storage> device_;
-  /// Bytes held behind RNR waits on every link (limits::held_bytes_total);
-  /// before engine_, whose handlers may hold ids until it is gone.
-  std::atomic<std::size_t> held_bytes_{0};
-  std::atomic<std::size_t> queued_read_bytes_{0};  ///< limits::queued_read_bytes_total
-  std::atomic<std::size_t> queued_read_peak_{0};
+  /// Before engine_, whose handlers may hold ids (that count in it) until it is gone.
+  totals totals_;
   std::atomic<std::uint32_t> next_qp_num_;
   std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
