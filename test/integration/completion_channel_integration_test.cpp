@@ -78,9 +78,10 @@ class completion_channel_cxx : public ::testing::Test {
     endpoint = std::move(ep).value();
   }
 
+  /// Runs the loop until `done()` (at most 30s); whether it holds.
   template <class Done>
-  void run_until(Done done) {
-    ASSERT_TRUE(arpma::test::run_until(io, done)) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 30s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   // Both sides on their side's common channel; the server's with an RCQ.
@@ -138,7 +139,7 @@ class completion_channel_cxx : public ::testing::Test {
                 });
           });
     }
-    run_until([&] { return done == 2 * pairs.size(); });
+    ASSERT_TRUE(run_until([&] { return done == 2 * pairs.size(); })) << "timed out";
     for (std::size_t i = 0; i < pairs.size(); ++i)
       EXPECT_EQ(received[i], "hello from " + std::to_string(i));
   }
@@ -188,7 +189,7 @@ TEST_F(completion_channel_cxx, closing_a_connection_with_a_pending_receive_lets_
   io.poll();  // the receive is posted and the channel's fd watched
   EXPECT_FALSE(aborted.has_value());
   (void)pairs[0].server.close();
-  run_until([&] { return aborted.has_value(); });
+  ASSERT_TRUE(run_until([&] { return aborted.has_value(); })) << "timed out";
   EXPECT_EQ(*aborted, asio::error::operation_aborted);
   // Nobody waits on the channel any more: its fd must not keep the loop busy.
   io.restart();
@@ -210,7 +211,7 @@ TEST_F(completion_channel_cxx, raw_waits_are_refused_as_on_a_shared_channel) {
   auto p = connect();
   std::optional<std::error_code> got;
   p.client.completion_queue().async_wait([&](std::error_code ec) { got = ec; });
-  run_until([&] { return got.has_value(); });
+  ASSERT_TRUE(run_until([&] { return got.has_value(); })) << "timed out";
   EXPECT_EQ(*got, arpma::errc::shared_channel);
   // poll() still works: nothing there yet.
   std::array<arpma::completion, 4> wcs{};
@@ -227,7 +228,7 @@ TEST_F(completion_channel_cxx, a_peer_gone_fails_the_receives_pending_on_the_cha
                              [&](std::error_code ec, arpma::completion) { lost = ec; });
   bool closed = false;
   pairs[1].client.async_disconnect([&](std::error_code) { closed = true; });
-  run_until([&] { return closed && lost.has_value(); });
+  ASSERT_TRUE(run_until([&] { return closed && lost.has_value(); })) << "timed out";
   EXPECT_TRUE(*lost) << "a flushed receive is an error";
   pairs[1] = {};
   // The other connections on the same channel go on.

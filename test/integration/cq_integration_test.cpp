@@ -48,14 +48,10 @@ class cq_integration : public ::testing::Test {
                     .value();
   }
 
+  /// Runs the loop until `done()` (at most 20s); whether it holds.
   template <class Done>
-  void run_until(Done done) {
-    const auto end = std::chrono::steady_clock::now() + 20s;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      io.restart();
-      io.run_for(5ms);
-    }
-    ASSERT_TRUE(done()) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 20s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   void connect(const arpma::conn_cfg& cfg = {}) {
@@ -74,7 +70,7 @@ class cq_integration : public ::testing::Test {
                                   client = std::move(c);
                                 });
                               });
-    run_until([&] { return server && client; });
+    ASSERT_TRUE(run_until([&] { return server && client; })) << "timed out";
     remote = arpma::remote_mr::from_descriptor(client.private_data()).value();
   }
 
@@ -90,7 +86,7 @@ class cq_integration : public ::testing::Test {
         EXPECT_FALSE(ec) << ec.message();
         woke = true;
       });
-      run_until([&] { return woke; });
+      EXPECT_TRUE(run_until([&] { return woke; })) << "timed out";
     }
     ADD_FAILURE() << "no completion";
     return {};
@@ -137,7 +133,7 @@ TEST_F(cq_integration, a_failed_completion_reports_its_status_as_a_wc_errc) {
   ASSERT_FALSE(server.post_recv(server_mr, 0, 64, 31));
   bool disconnected = false;
   server.async_disconnect([&](std::error_code) { disconnected = true; });
-  run_until([&] { return disconnected; });
+  ASSERT_TRUE(run_until([&] { return disconnected; })) << "timed out";
   const auto wc = next(server.completion_queue());
   EXPECT_EQ(wc.wr_id, 31U);
   EXPECT_EQ(wc.status, arpma::wc_errc::wr_flush_err) << wc.status.message();
@@ -150,7 +146,7 @@ TEST_F(cq_integration, a_shared_channel_and_cancellation) {
   connect(cfg);
   std::optional<std::error_code> shared;
   client.completion_queue().async_wait([&](std::error_code ec) { shared = ec; });
-  run_until([&] { return shared.has_value(); });
+  ASSERT_TRUE(run_until([&] { return shared.has_value(); })) << "timed out";
   EXPECT_EQ(*shared, arpma::errc::shared_channel);
 
   server = arpma::connection();
@@ -165,7 +161,7 @@ TEST_F(cq_integration, a_shared_channel_and_cancellation) {
   io.run_for(10ms);
   EXPECT_FALSE(outcome);
   cancel.emit(asio::cancellation_type::total);
-  run_until([&] { return outcome.has_value(); });
+  ASSERT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
 

@@ -8,6 +8,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
@@ -73,14 +74,10 @@ class datapath : public ::testing::Test {
     endpoint = std::move(ep).value();
   }
 
+  /// Runs the loop until `done()` (at most 60s); whether it holds.
   template <class Done>
-  void run_until(Done done, std::chrono::seconds limit = 60s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      io.restart();
-      io.run_for(10ms);
-    }
-    ASSERT_TRUE(done()) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 60s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   asio::awaitable<pair> connect(arpma::conn_cfg cfg = {}) {
@@ -188,7 +185,7 @@ TEST_F(datapath, every_operation_as_an_awaitable) {
         done = true;
       },
       rethrow);
-  run_until([&] { return done; });
+  ASSERT_TRUE(run_until([&] { return done; })) << "timed out";
 }
 
 TEST_F(datapath, errors_before_and_after_the_wire) {
@@ -219,7 +216,7 @@ TEST_F(datapath, errors_before_and_after_the_wire) {
         done = true;
       },
       rethrow);
-  run_until([&] { return done; });
+  ASSERT_TRUE(run_until([&] { return done; })) << "timed out";
 }
 
 // 256 writes in flight on each of 64 connections, one io_context: each
@@ -239,7 +236,7 @@ TEST_F(datapath, many_operations_in_flight_on_many_connections) {
         connected = true;
       },
       rethrow);
-  run_until([&] { return connected; });
+  ASSERT_TRUE(run_until([&] { return connected; })) << "timed out";
   std::vector<int> completions(static_cast<std::size_t>(connections * depth), 0);
   int failed = 0;
   for (int c = 0; c < connections; ++c)
@@ -252,11 +249,11 @@ TEST_F(datapath, many_operations_in_flight_on_many_connections) {
             ++completions[slot];
           });
     }
-  run_until([&] {
+  ASSERT_TRUE(run_until([&] {
     int sum = 0;
     for (int n : completions) sum += n;
     return sum >= connections * depth || failed > 0;
-  });
+  })) << "timed out";
   EXPECT_EQ(failed, 0);
   for (int n : completions) ASSERT_EQ(n, 1);
 }
@@ -294,7 +291,7 @@ TEST_F(datapath, busy_poll_and_fd_modes_agree) {
           done = true;
         },
         rethrow);
-    run_until([&] { return done; });
+    ASSERT_TRUE(run_until([&] { return done; })) << "timed out";
     outcomes.push_back(seen);
   }
   ASSERT_EQ(outcomes.size(), 2U);
@@ -315,7 +312,7 @@ TEST_F(datapath, a_cancelled_receive_ends_only_when_the_provider_returns_it) {
         ready = true;
       },
       rethrow);
-  run_until([&] { return ready; });
+  ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
   p.server.async_recv(
       server_mr, 0, 64,
       asio::bind_cancellation_slot(cancel.slot(),
@@ -331,7 +328,7 @@ TEST_F(datapath, a_cancelled_receive_ends_only_when_the_provider_returns_it) {
     EXPECT_FALSE(ec);
     sent = true;
   });
-  run_until([&] { return sent && outcome.has_value(); });
+  ASSERT_TRUE(run_until([&] { return sent && outcome.has_value(); })) << "timed out";
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
 
@@ -348,7 +345,7 @@ TEST_F(datapath, a_send_completes_even_when_the_receiver_disconnects_at_once) {
           ready = true;
         },
         rethrow);
-    run_until([&] { return ready; });
+    ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
     std::optional<std::error_code> sent;
     bool received = false;
     p.server.async_recv(server_mr, 0, 64, [&](std::error_code ec, arpma::completion) {
@@ -357,7 +354,7 @@ TEST_F(datapath, a_send_completes_even_when_the_receiver_disconnects_at_once) {
       EXPECT_FALSE(p.server.disconnect());
     });
     p.client.async_send(client_mr, 0, 8, [&](std::error_code ec, arpma::completion) { sent = ec; });
-    run_until([&] { return received && sent.has_value(); });
+    ASSERT_TRUE(run_until([&] { return received && sent.has_value(); })) << "timed out";
     ASSERT_FALSE(*sent) << "round " << round << ": " << sent->message();
   }
 }
@@ -373,13 +370,13 @@ TEST_F(datapath, closing_a_connection_ends_what_is_in_flight) {
         ready = true;
       },
       rethrow);
-  run_until([&] { return ready; });
+  ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
   p.server.async_recv(server_mr, 0, 64,
                       [&](std::error_code ec, arpma::completion) { outcome = ec; });
   io.restart();
   io.run_for(20ms);
   EXPECT_FALSE(p.server.close());
-  run_until([&] { return outcome.has_value(); });
+  ASSERT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
 

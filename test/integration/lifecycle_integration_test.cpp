@@ -7,6 +7,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
@@ -58,11 +59,10 @@ class lifecycle : public ::testing::Test {
   }
 
   // Runs the loop until `done()` or 20 s, whichever first.
+  /// Runs the loop until `done()` (at most 20s); whether it holds.
   template <class Done>
-  void run_until(Done done) {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!done() && std::chrono::steady_clock::now() < deadline) run_for(10ms);
-    ASSERT_TRUE(done()) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 20s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   // io_context::run_for stops the context when it runs out of work.
@@ -118,7 +118,7 @@ TEST_F(lifecycle, coroutines_hello_each_way_then_client_disconnects) {
         client_done = true;
       },
       rethrow);
-  run_until([&] { return server_done && client_done; });
+  ASSERT_TRUE(run_until([&] { return server_done && client_done; })) << "timed out";
   EXPECT_EQ(server_heard, "hello-client");
   EXPECT_EQ(client_heard, "hello-server");
   EXPECT_EQ(server_saw, arpma::conn_event::closed);
@@ -138,7 +138,7 @@ TEST_F(lifecycle, run_returns_when_nothing_waits_even_with_an_endpoint_and_conne
         ASSERT_FALSE(ec);
         req.async_connect({}, [&](std::error_code, arpma::connection c) { client = std::move(c); });
       });
-  run_until([&] { return server && client; });
+  ASSERT_TRUE(run_until([&] { return server && client; })) << "timed out";
   // Like any Asio I/O object with nothing in flight: no work, so run() returns.
   io.restart();
   io.run_for(10s);
@@ -150,7 +150,7 @@ TEST_F(lifecycle, run_returns_when_nothing_waits_even_with_an_endpoint_and_conne
     EXPECT_FALSE(ec);
     closed = ev == arpma::conn_event::closed;
   });
-  run_until([&] { return closed; });
+  ASSERT_TRUE(run_until([&] { return closed; })) << "timed out";
 }
 
 TEST_F(lifecycle, callbacks_server_disconnects_first) {
@@ -190,9 +190,9 @@ TEST_F(lifecycle, callbacks_server_disconnects_first) {
           });
         });
       });
-  run_until([&] {
+  ASSERT_TRUE(run_until([&] {
     return failures > 0 || (server_closed && client_saw != arpma::conn_event::undefined);
-  });
+  })) << "timed out";
   EXPECT_EQ(client_saw, arpma::conn_event::closed);
   // (no assertion on client.private_data(): InfiniBand/RoCE pad the REP's
   // private data to 196 bytes even when the server sent none)
@@ -228,7 +228,7 @@ TEST_F(lifecycle, a_rejected_client_hears_refused_and_the_server_keeps_serving) 
         co_await ok.async_disconnect(asio::use_awaitable);
       },
       rethrow);
-  run_until([&] { return first_done && second_ok; });
+  ASSERT_TRUE(run_until([&] { return first_done && second_ok; })) << "timed out";
   EXPECT_EQ(first_outcome, std::errc::connection_refused);
   EXPECT_EQ(first_outcome, arpma::errc::provider);
 }
@@ -254,7 +254,7 @@ TEST_F(lifecycle, a_client_before_its_server_fails_then_succeeds_on_retry) {
                                 early_done = true;
                               });
                             });
-  run_until([&] { return early_done; });
+  ASSERT_TRUE(run_until([&] { return early_done; })) << "timed out";
   EXPECT_TRUE(early == std::errc::connection_refused || early == std::errc::host_unreachable)
       << early.message();
 
@@ -275,7 +275,7 @@ TEST_F(lifecycle, a_client_before_its_server_fails_then_succeeds_on_retry) {
                                 connected = true;
                               });
                             });
-  run_until([&] { return connected; });
+  ASSERT_TRUE(run_until([&] { return connected; })) << "timed out";
 }
 
 TEST_F(lifecycle, endpoint_shutdown_rejects_pending_requests_and_ends_the_wait) {
@@ -297,7 +297,7 @@ TEST_F(lifecycle, endpoint_shutdown_rejects_pending_requests_and_ends_the_wait) 
   run_for(300ms);
   EXPECT_EQ(refused + other, 0);
   EXPECT_FALSE(ep.shutdown());
-  run_until([&] { return refused + other == clients; });
+  ASSERT_TRUE(run_until([&] { return refused + other == clients; })) << "timed out";
   EXPECT_EQ(refused, clients);
 
   auto ep2 = listen();
@@ -310,7 +310,7 @@ TEST_F(lifecycle, endpoint_shutdown_rejects_pending_requests_and_ends_the_wait) 
   run_for(20ms);
   EXPECT_FALSE(ended);
   ep2 = arpma::endpoint();
-  run_until([&] { return ended; });
+  ASSERT_TRUE(run_until([&] { return ended; })) << "timed out";
   EXPECT_EQ(waited, asio::error::operation_aborted);
 }
 

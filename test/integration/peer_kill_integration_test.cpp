@@ -17,6 +17,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/wait.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -113,15 +114,6 @@ std::size_t settled_fds(std::size_t target = 0) {
   return fds;
 }
 
-void run_until(asio::io_context& io, const std::function<bool()>& done,
-               std::chrono::milliseconds limit) {
-  const auto end = clock_type::now() + limit;
-  while (!done() && clock_type::now() < end) {
-    io.restart();
-    io.run_for(5ms);
-  }
-}
-
 /// Starts an operation with a handler storing its result, runs the loop until
 /// it completes (at most `limit`); timed_out if it did not.
 template <class T, class Start>
@@ -129,7 +121,7 @@ std::pair<std::error_code, T> wait_for(asio::io_context& io, Start start,
                                        std::chrono::milliseconds limit = 10s) {
   std::optional<std::pair<std::error_code, T>> out;
   start([&out](std::error_code ec, T v) { out.emplace(ec, std::move(v)); });
-  run_until(
+  (void)arpma::test::run_until(
       io, [&] { return out.has_value(); }, limit);
   if (!out) return {std::make_error_code(std::errc::timed_out), T{}};
   return std::move(*out);
@@ -223,7 +215,7 @@ int child_client(phase ph, const std::string& port, int fd) {
   if (!remote) return 15;
   writer w{conn, mr.value(), remote.value(), fd};
   w.start(8);
-  run_until(
+  (void)arpma::test::run_until(
       io, [] { return false; }, 30s);  // killed long before
   return 16;
 }
@@ -273,7 +265,7 @@ int child_server(phase ph, int fd) {
   for (std::size_t i = 0; i < 4; ++i)
     conn.async_recv(mr.value(), 60000 + i * 64, 64, [](std::error_code, arpma::completion) {});
   tell(fd, 'H');
-  run_until(
+  (void)arpma::test::run_until(
       io, [] { return false; }, 30s);  // killed long before
   return 26;
 }
@@ -455,8 +447,10 @@ class peer_kill : public ::testing::TestWithParam<phase> {
     baseline = settled_fds();
   }
 
-  void run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 20s) {
-    ::run_until(io, done, limit);
+  /// Runs the loop until `done()` (at most 20s); whether it holds.
+  template <class Done>
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 20s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   /// The endpoint serves one in-process client; its request must be the next
@@ -486,7 +480,7 @@ class peer_kill : public ::testing::TestWithParam<phase> {
     auto [ec2, client] = wait_for<arpma::connection>(
         io, [&](auto h) { req.async_connect(bytes("fresh"), std::move(h)); });
     ASSERT_FALSE(ec2) << ec2.message();
-    run_until([&] { return accepted; });
+    ASSERT_TRUE(run_until([&] { return accepted; })) << "timed out";
     ASSERT_TRUE(server);
     EXPECT_EQ(heard, "fresh");
     auto remote = arpma::remote_mr::from_descriptor(client.private_data());
@@ -510,7 +504,7 @@ class peer_kill : public ::testing::TestWithParam<phase> {
     });
     std::optional<std::error_code> client_done;
     client.async_disconnect([&](std::error_code e) { client_done = e; });
-    run_until([&] { return server_saw && client_done; });
+    ASSERT_TRUE(run_until([&] { return server_saw && client_done; })) << "timed out";
     EXPECT_EQ(server_saw.value_or(arpma::conn_event::undefined), arpma::conn_event::closed);
     EXPECT_FALSE(client_done.value_or(std::make_error_code(std::errc::timed_out)));
   }
@@ -532,7 +526,7 @@ class peer_kill : public ::testing::TestWithParam<phase> {
   std::string wait_end(arpma::connection& conn, bool just_established = false) {
     std::optional<std::pair<std::error_code, arpma::conn_event>> ev;
     conn.async_next_event([&](std::error_code ec, arpma::conn_event e) { ev.emplace(ec, e); });
-    run_until([&] { return ev.has_value(); });
+    (void)run_until([&] { return ev.has_value(); });
     if (!ev) return "no event";
     EXPECT_FALSE(ev->first) << ev->first.message();
     EXPECT_TRUE(ev->second == arpma::conn_event::closed || ev->second == arpma::conn_event::lost ||
@@ -586,9 +580,9 @@ outcome peer_kill::client_killed(phase ph) {
     endpoint.async_next_conn_req(
         {}, asio::bind_cancellation_slot(cancel.slot(),
                                          [&](std::error_code ec, arpma::conn_req) { got = ec; }));
-    run_until([&] { return got.has_value(); }, 300ms);
+    (void)run_until([&] { return got.has_value(); }, 300ms);
     cancel.emit(asio::cancellation_type::terminal);
-    run_until([&] { return got.has_value(); });
+    (void)run_until([&] { return got.has_value(); });
     const std::error_code aborted = arpma::error_code(asio::error::operation_aborted);
     EXPECT_EQ(got.value_or(std::error_code()), aborted);
     o.what = "nothing reaches the endpoint (" + describe(got.value_or(std::error_code())) + ")";
@@ -617,11 +611,11 @@ outcome peer_kill::client_killed(phase ph) {
     std::optional<std::pair<std::error_code, arpma::connection>> acc;
     req.async_connect(
         desc, [&](std::error_code e, arpma::connection conn) { acc.emplace(e, std::move(conn)); });
-    run_until([&] { return acc.has_value(); }, 200ms);
+    (void)run_until([&] { return acc.has_value(); }, 200ms);
     EXPECT_FALSE(acc) << "accepted without the stopped client's answer";
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
-    run_until([&] { return acc.has_value(); });
+    (void)run_until([&] { return acc.has_value(); });
     if (!acc) return {"accept never completes", since(t0)};
     o.what = "accept " + connect_outcome(acc->first, acc->second);
     o.after = since(t0);
@@ -638,7 +632,7 @@ outcome peer_kill::client_killed(phase ph) {
     o.what = wait_end(conn);
     std::optional<std::error_code> disc;
     conn.async_disconnect([&](std::error_code e) { disc = e; });
-    run_until([&] { return disc.has_value(); });
+    (void)run_until([&] { return disc.has_value(); });
     EXPECT_FALSE(disc.value_or(std::make_error_code(std::errc::timed_out)));
     o.what += ", disconnect " + describe(disc.value_or(std::make_error_code(std::errc::timed_out)));
     o.after = since(t0);
@@ -653,13 +647,13 @@ outcome peer_kill::client_killed(phase ph) {
                     ops.handler([&read, slot] { read(slot); }));
   };
   for (std::size_t i = 0; i < 4; ++i) read(i);
-  run_until([&] { return readable(c.pipe()) && ops.succeeded >= 16; });
+  (void)run_until([&] { return readable(c.pipe()) && ops.succeeded >= 16; });
   EXPECT_TRUE(c.hook()) << "the child's writes did not get going";
   EXPECT_EQ(c.kill(), 128 + SIGKILL);
   const auto t0 = clock_type::now();
   o.what = wait_end(conn);
   ops.stopping = true;
-  run_until([&] { return ops.all_ended(); });
+  (void)run_until([&] { return ops.all_ended(); });
   EXPECT_TRUE(ops.all_ended()) << ops.summary();
   EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
   o.what += "; " + ops.summary();
@@ -700,7 +694,7 @@ outcome peer_kill::server_killed(phase ph) {
                               });
     EXPECT_EQ(c.kill(), 128 + SIGKILL);  // the resolution is under way
     const auto t0 = clock_type::now();
-    run_until([&] { return end.has_value(); });
+    (void)run_until([&] { return end.has_value(); });
     if (!end) return {"connect never completes", since(t0)};
     o.what = "connect " + connect_outcome(end->first, end->second);
     o.after = since(t0);
@@ -716,11 +710,11 @@ outcome peer_kill::server_killed(phase ph) {
     req.async_connect(
         {}, [&](std::error_code e, arpma::connection x) { end.emplace(e, std::move(x)); });
     // The server took the request (connect) or accepted it (accept).
-    run_until([&] { return readable(c.pipe()); });
+    (void)run_until([&] { return readable(c.pipe()); });
     EXPECT_TRUE(c.hook());
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
-    run_until([&] { return end.has_value(); });
+    (void)run_until([&] { return end.has_value(); });
     if (!end) return {"connect never completes", since(t0)};
     o.what = "connect " + connect_outcome(end->first, end->second);
     o.after = since(t0);
@@ -736,14 +730,14 @@ outcome peer_kill::server_killed(phase ph) {
   EXPECT_FALSE(cec) << cec.message();
   if (cec) return o;
   if (ph == phase::disconnect) {
-    run_until([&] { return readable(c.pipe()); });
+    (void)run_until([&] { return readable(c.pipe()); });
     EXPECT_TRUE(c.hook());
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
     o.what = wait_end(conn);
     std::optional<std::error_code> disc;
     conn.async_disconnect([&](std::error_code e) { disc = e; });
-    run_until([&] { return disc.has_value(); });
+    (void)run_until([&] { return disc.has_value(); });
     EXPECT_FALSE(disc.value_or(std::make_error_code(std::errc::timed_out)));
     o.what += ", disconnect " + describe(disc.value_or(std::make_error_code(std::errc::timed_out)));
     o.after = since(t0);
@@ -768,13 +762,13 @@ outcome peer_kill::server_killed(phase ph) {
     write(i);
     read(i);
   }
-  run_until([&] { return readable(c.pipe()) && ops.succeeded >= 32; });
+  (void)run_until([&] { return readable(c.pipe()) && ops.succeeded >= 32; });
   EXPECT_TRUE(c.hook());
   EXPECT_EQ(c.kill(), 128 + SIGKILL);
   const auto t0 = clock_type::now();
   o.what = wait_end(conn);
   ops.stopping = true;
-  run_until([&] { return ops.all_ended(); });
+  (void)run_until([&] { return ops.all_ended(); });
   EXPECT_TRUE(ops.all_ended()) << ops.summary();
   EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
   o.what += "; " + ops.summary();

@@ -59,9 +59,10 @@ class srq_cxx : public ::testing::Test {
     endpoint = std::move(ep).value();
   }
 
+  /// Runs the loop until `done()` (at most 30s); whether it holds.
   template <class Done>
-  void run_until(Done done) {
-    ASSERT_TRUE(arpma::test::run_until(io, done)) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 30s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   // The server's side receives from the SRQ; the client's has a queue of its own.
@@ -79,7 +80,7 @@ class srq_cxx : public ::testing::Test {
                         EXPECT_FALSE(ec) << ec.message();
                         sent = true;
                       });
-    run_until([&] { return sent; });
+    ASSERT_TRUE(run_until([&] { return sent; })) << "timed out";
   }
 
   std::string addr = arpma::test::test_addr();
@@ -107,11 +108,11 @@ TEST_F(srq_cxx, receives_from_every_connection_complete_on_the_srq_rcq) {
     });
   for (std::size_t i = 0; i < n; ++i)
     send_from(pairs[i].client, i, "message from client " + std::to_string(i));
-  run_until([&] {
+  ASSERT_TRUE(run_until([&] {
     for (const auto& g : got)
       if (!g) return false;
     return true;
-  });
+  })) << "timed out";
 
   std::set<std::uint32_t> qps_seen;
   std::set<std::string> texts;
@@ -149,7 +150,7 @@ TEST_F(srq_cxx, raw_completions_through_the_srq_completion_queue) {
       EXPECT_FALSE(ec) << ec.message();
       waited = true;
     });
-    run_until([&] { return waited; });
+    ASSERT_TRUE(run_until([&] { return waited; })) << "timed out";
   }
   ASSERT_EQ(polled, 1U);
   EXPECT_EQ(wcs[0].wr_id, 77U);
@@ -175,7 +176,7 @@ TEST_F(srq_cxx, a_cancelled_receive_completes_aborted_once_its_buffer_is_consume
   EXPECT_FALSE(first.has_value());
 
   send_from(p.client, 0, "fills the cancelled receive");
-  run_until([&] { return first.has_value(); });
+  ASSERT_TRUE(run_until([&] { return first.has_value(); })) << "timed out";
   EXPECT_EQ(*first, asio::error::operation_aborted);
 
   // The next receive gets the next message.
@@ -185,7 +186,7 @@ TEST_F(srq_cxx, a_cancelled_receive_completes_aborted_once_its_buffer_is_consume
     second = c;
   });
   send_from(p.client, 1, "second");
-  run_until([&] { return second.has_value(); });
+  ASSERT_TRUE(run_until([&] { return second.has_value(); })) << "timed out";
   EXPECT_EQ(std::string(server_memory.data() + slot, second->byte_len), "second");
 }
 
@@ -197,7 +198,7 @@ TEST_F(srq_cxx, pending_receives_are_aborted_when_the_srq_goes) {
   io.run_for(20ms);
   EXPECT_FALSE(result.has_value());
   EXPECT_FALSE(shared.close());
-  run_until([&] { return result.has_value(); });
+  ASSERT_TRUE(run_until([&] { return result.has_value(); })) << "timed out";
   EXPECT_EQ(*result, asio::error::operation_aborted);
 }
 
@@ -219,7 +220,7 @@ TEST_F(srq_cxx, async_recv_needs_an_executor_an_rcq_and_a_range_inside_the_regio
     handed_over result;
     q.async_recv(server_mr, offset, len,
                  [&](std::error_code ec, arpma::completion) { result.set(ec); });
-    run_until([&] { return result.ready(); });
+    ASSERT_TRUE(run_until([&] { return result.ready(); })) << "timed out";
     EXPECT_EQ(result.ec, want) << result.ec.message();
   };
   auto no_rcq = arpma::srq::create(io.get_executor(), *peer, {.rcq_size = 0});
@@ -232,7 +233,7 @@ TEST_F(srq_cxx, async_recv_needs_an_executor_an_rcq_and_a_range_inside_the_regio
   expect_error(no_executor.value(), 0, slot, arpma::errc::invalid_argument);
   handed_over waited;
   no_executor.value().completion_queue().async_wait([&](std::error_code ec) { waited.set(ec); });
-  run_until([&] { return waited.ready(); });
+  ASSERT_TRUE(run_until([&] { return waited.ready(); })) << "timed out";
   EXPECT_EQ(waited.ec, arpma::errc::invalid_argument);
 
   expect_error(shared, region - 8, slot, arpma::errc::invalid_argument);

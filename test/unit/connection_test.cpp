@@ -7,6 +7,7 @@
 #include "arpma/endpoint.hpp"
 #include "arpma/error.hpp"
 #include "fake/fake_provider.hpp"
+#include "support/wait.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -72,13 +73,10 @@ class connection_test : public ::testing::Test {
     EXPECT_EQ(fake.live_objects(), 0u) << "provider objects leaked";
   }
 
-  void run_until(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      io->restart();
-      (void)io->run_one_for(50ms);
-    }
-    ASSERT_TRUE(done()) << "not done within 5 s";
+  /// Runs the loop until `done()` (at most 5s); whether it holds.
+  template <class Done>
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 5s) {
+    return arpma::test::run_until(*io, done, limit);
   }
   void settle() {
     for (int i = 0; i < 5; ++i) {
@@ -95,7 +93,7 @@ class connection_test : public ::testing::Test {
                                 EXPECT_FALSE(ec) << ec.message();
                                 out.emplace(std::move(req));
                               });
-    run_until([&] { return out.has_value(); });
+    EXPECT_TRUE(run_until([&] { return out.has_value(); })) << "timed out";
     (void)fake.take_calls();
     return out ? std::move(*out) : arpma::conn_req();
   }
@@ -113,7 +111,7 @@ class connection_test : public ::testing::Test {
     auto req = request();
     connect_outcome out;
     connect(req, out);
-    run_until([&] { return out.calls == 1; });
+    EXPECT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_FALSE(out.ec) << out.ec.message();
     (void)fake.take_calls();
     return std::move(out.conn);
@@ -159,7 +157,7 @@ TEST_F(connection_test, connect_sends_the_private_data_and_keeps_the_servers) {
   connect_outcome out;
   connect(req, out, {1, 2});
   EXPECT_FALSE(req) << "consumed";
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   ASSERT_TRUE(out.conn);
   EXPECT_THAT(fake.take_calls(), ElementsAre("connect"));
@@ -183,7 +181,7 @@ TEST_F(connection_test, connect_waits_for_a_delayed_established) {
   auto req = request();
   connect_outcome out;
   connect(req, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec) << out.ec.message();
   EXPECT_TRUE(out.conn.private_data().empty());
 }
@@ -201,7 +199,7 @@ TEST_P(connection_refused_test, fails_with_the_mapped_error_and_releases_everyth
   auto req = request();
   connect_outcome out;
   connect(req, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec, GetParam().expected) << out.ec.message();
   EXPECT_EQ(out.ec, arpma::errc::provider);
   EXPECT_FALSE(out.conn);
@@ -225,7 +223,7 @@ TEST_F(connection_test, unrelated_events_while_connecting_are_skipped) {
   auto req = request();
   connect_outcome out;
   connect(req, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec) << out.ec.message();
 }
 
@@ -234,7 +232,7 @@ TEST_F(connection_test, a_failed_connect_releases_everything) {
   auto req = request();
   connect_outcome out;
   connect(req, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec.value(), ECONNREFUSED);
   EXPECT_EQ(out.ec, arpma::errc::provider);
   std::vector<std::string> expected{"connect"};
@@ -247,7 +245,7 @@ TEST_F(connection_test, private_data_beyond_the_limit_is_the_providers_einval) {
   auto req = request();
   connect_outcome out;
   connect(req, out, std::vector<std::uint8_t>(57, 1));
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec.value(), EINVAL);
   EXPECT_FALSE(out.conn);
 }
@@ -280,7 +278,7 @@ TEST_F(connection_test, cancelling_connect_aborts_and_releases_everything) {
     EXPECT_EQ(out.calls, 0);
     (void)fake.take_calls();
     signal.emit(type);
-    run_until([&] { return out.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
     EXPECT_FALSE(out.conn);
     settle();
@@ -316,7 +314,7 @@ TEST_F(connection_test, next_event_maps_every_event_type) {
     fake.deliver(id(), type);
     event_outcome out;
     next_event(conn, out);
-    run_until([&] { return out.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_FALSE(out.ec) << out.ec.message();
     EXPECT_EQ(out.ev, expected) << to_string(type);
   }
@@ -330,7 +328,7 @@ TEST_F(connection_test, next_event_skips_events_without_a_mapping) {
   fake.deliver(id(), event::disconnected);
   event_outcome out;
   next_event(conn, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ev, arpma::conn_event::closed);
 }
 
@@ -342,9 +340,9 @@ TEST_F(connection_test, events_queue_until_asked_for) {
   event_outcome first;
   event_outcome second;
   next_event(conn, first);
-  run_until([&] { return first.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return first.calls == 1; })) << "timed out";
   next_event(conn, second);
-  run_until([&] { return second.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return second.calls == 1; })) << "timed out";
   EXPECT_EQ(first.ev, arpma::conn_event::lost);
   EXPECT_EQ(second.ev, arpma::conn_event::closed);
 }
@@ -363,13 +361,13 @@ TEST_F(connection_test, cancelling_next_event_aborts_and_keeps_the_event) {
         }));
     settle();
     signal.emit(type);
-    run_until([&] { return out.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
   }
   fake.deliver(id(), event::disconnected);
   event_outcome out;
   next_event(conn, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ev, arpma::conn_event::closed);
 }
 
@@ -379,7 +377,7 @@ TEST_F(connection_test, closing_the_connection_aborts_a_waiter) {
   next_event(conn, out);
   settle();
   EXPECT_EQ(conn.close(), std::error_code());
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
   settle();
   EXPECT_EQ(fake.take_calls(), last_teardown);
@@ -420,13 +418,13 @@ TEST_F(connection_test, disconnect_completes_on_disconnected_when_we_ask) {
   auto conn = connected();
   done_outcome out;
   disconnect(conn, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec) << out.ec.message();
   EXPECT_THAT(fake.take_calls(), ElementsAre("disconnect"));
   // The event stays queued for next_event.
   event_outcome ev;
   next_event(conn, ev);
-  run_until([&] { return ev.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return ev.calls == 1; })) << "timed out";
   EXPECT_EQ(ev.ev, arpma::conn_event::closed);
 }
 
@@ -437,7 +435,7 @@ TEST_F(connection_test, disconnect_waits_for_a_late_disconnected) {
   disconnect(conn, out);
   settle();
   EXPECT_EQ(out.calls, 0);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec);
 }
 
@@ -448,7 +446,7 @@ TEST_F(connection_test, disconnect_completes_when_the_peer_disconnected_first) {
   EXPECT_TRUE(fake.take_calls().empty()) << "nobody waits: the loop reads nothing";
   done_outcome out;
   disconnect(conn, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec) << out.ec.message();
   EXPECT_EQ(fake.take_calls(), std::vector<std::string>{"disconnect"}) << "one, not two";
 }
@@ -459,13 +457,13 @@ TEST_F(connection_test, a_peer_disconnect_read_by_a_waiting_operation_is_answere
   next_event(conn, waiting);
   settle();
   fake.deliver(id(), event::disconnected);
-  run_until([&] { return waiting.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return waiting.calls == 1; })) << "timed out";
   EXPECT_EQ(waiting.ev, arpma::conn_event::closed);
   EXPECT_EQ(fake.take_calls(), std::vector<std::string>{"disconnect"})
       << "the peer's DREQ is answered as soon as it is read";
   done_outcome out;
   disconnect(conn, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec) << out.ec.message();
   EXPECT_TRUE(fake.take_calls().empty()) << "no second rdma_disconnect";
 }
@@ -478,7 +476,7 @@ TEST_F(connection_test, disconnect_completes_when_the_peer_disconnects_meanwhile
   settle();
   EXPECT_EQ(out.calls, 0);
   fake.deliver(id(), event::disconnected);  // ...the peer's arrives
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_FALSE(out.ec);
 }
 
@@ -492,7 +490,7 @@ TEST_F(connection_test, a_failed_disconnect_is_reported_at_once) {
     out.ec = ec;
     ++out.calls;
   });
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec.value(), EIO);
   // On the connection's loop (this thread), not on the system executor's thread.
   EXPECT_EQ(ran_on, std::this_thread::get_id());
@@ -512,7 +510,7 @@ TEST_F(connection_test, cancelling_disconnect_aborts_the_wait_only) {
   }));
   settle();
   signal.emit(asio::cancellation_type::terminal);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
   EXPECT_THAT(fake.take_calls(), ElementsAre("disconnect"));
 }
@@ -529,16 +527,16 @@ TEST_F(connection_test, the_server_side_disconnects_either_way) {
                                      EXPECT_FALSE(ec);
                                      req.emplace(std::move(r));
                                    });
-    run_until([&] { return req.has_value(); });
+    ASSERT_TRUE(run_until([&] { return req.has_value(); })) << "timed out";
     connect_outcome accepted;
     connect(*req, accepted);
-    run_until([&] { return accepted.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return accepted.calls == 1; })) << "timed out";
     ASSERT_FALSE(accepted.ec) << accepted.ec.message();
     EXPECT_EQ(accepted.conn.private_data()[0], 3);
     if (!we_start) fake.deliver(client, event::disconnected);
     done_outcome out;
     disconnect(accepted.conn, out);
-    run_until([&] { return out.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_FALSE(out.ec);
     EXPECT_EQ(accepted.conn.close(), std::error_code());
   }

@@ -11,6 +11,7 @@
 #include "arpma/peer.hpp"
 #include "provider/provider.hpp"
 #include "provider/soft/soft_provider.hpp"
+#include "support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_executor.hpp>
@@ -70,14 +71,10 @@ class cq_rearm : public ::testing::Test {
     (void)endpoint.shutdown();
   }
 
+  /// Runs the loop until `done()` (at most 10s); whether it holds.
   template <class Done>
-  void run_until(Done done) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      io.restart();
-      io.run_for(10ms);
-    }
-    ASSERT_TRUE(done()) << "timed out";
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 10s) {
+    return arpma::test::run_until(io, done, limit);
   }
 
   void connect() {
@@ -103,7 +100,7 @@ class cq_rearm : public ::testing::Test {
                                                      connected = true;
                                                    });
                               }));
-    run_until([&] { return accepted && connected; });
+    ASSERT_TRUE(run_until([&] { return accepted && connected; })) << "timed out";
     auto remote = arpma::remote_mr::from_descriptor(client.private_data());
     ASSERT_TRUE(remote);
     server_region = remote.value();
@@ -114,7 +111,7 @@ class cq_rearm : public ::testing::Test {
     std::optional<std::error_code> outcome;
     client.async_write(server_region, 0, client_mr, 0, 8,
                        [&](std::error_code ec, arpma::completion) { outcome = ec; });
-    run_until([&] { return outcome.has_value(); });
+    EXPECT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
     return outcome.value_or(std::make_error_code(std::errc::timed_out));
   }
 

@@ -6,6 +6,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/error.hpp"
 #include "fake/fake_provider.hpp"
+#include "support/wait.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -69,13 +70,10 @@ class endpoint_test : public ::testing::Test {
   }
 
   // Runs the loop until `done` holds, for at most 5 s.
-  void run_until(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      io->restart();
-      (void)io->run_one_for(50ms);
-    }
-    ASSERT_TRUE(done()) << "not done within 5 s";
+  /// Runs the loop until `done()` (at most 5s); whether it holds.
+  template <class Done>
+  [[nodiscard]] bool run_until(Done done, std::chrono::milliseconds limit = 5s) {
+    return arpma::test::run_until(*io, done, limit);
   }
   // Runs whatever is ready now (and what that makes ready), without waiting.
   void settle() {
@@ -106,7 +104,7 @@ class endpoint_test : public ::testing::Test {
     fake.incoming(listener(), std::move(pdata));
     next_outcome out;
     next(ep, out);
-    run_until([&] { return out.calls == 1; });
+    EXPECT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_FALSE(out.ec) << out.ec.message();
     return std::move(out.req);
   }
@@ -193,7 +191,7 @@ TEST_F(endpoint_test, an_incoming_request_gets_its_own_token_and_its_queues) {
   arpma::conn_cfg cfg;
   cfg.rcq_size = 5;
   next(ep, out, cfg);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   ASSERT_TRUE(out.req);
   EXPECT_TRUE(out.req.incoming());
@@ -231,7 +229,7 @@ TEST_P(endpoint_queue_failure, rejects_and_destroys_the_request_and_reports_the_
   (void)fake.take_calls();
   next_outcome out;
   next(ep, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec, arpma::errc::provider);
   EXPECT_EQ(out.ec.value(), EIO);
   EXPECT_FALSE(out.req);
@@ -268,7 +266,7 @@ TEST_F(endpoint_test, requests_wait_in_order_for_the_next_call) {
   next_outcome b;
   next(ep, a);
   next(ep, b);
-  run_until([&] { return a.calls == 1 && b.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return a.calls == 1 && b.calls == 1; })) << "timed out";
   ASSERT_TRUE(a.req && b.req);
   EXPECT_EQ(a.req.private_data()[0], 1);
   EXPECT_EQ(b.req.private_data()[0], 2);
@@ -329,7 +327,7 @@ TEST_F(endpoint_test, accepting_a_request_connects_it_with_the_private_data) {
     out.conn = std::move(conn);
     ++out.calls;
   });
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   ASSERT_TRUE(out.conn);
   EXPECT_THAT(fake.take_calls(), ElementsAre("accept"));
@@ -358,7 +356,7 @@ TEST_F(endpoint_test, a_failed_accept_rejects_and_destroys_the_request) {
     out.conn = std::move(conn);
     ++out.calls;
   });
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec, arpma::errc::provider);
   EXPECT_EQ(out.ec.value(), EIO);
   EXPECT_FALSE(out.conn);
@@ -413,7 +411,7 @@ TEST_P(endpoint_pending_events, go_to_the_request_not_the_endpoint) {
   // The endpoint still hands out requests: the event was not taken as its own.
   next_outcome out;
   next(ep, out);
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   connect_outcome conn;
   out.req.async_connect({}, [&conn](arpma::error_code ec, arpma::connection c) {
@@ -422,7 +420,7 @@ TEST_P(endpoint_pending_events, go_to_the_request_not_the_endpoint) {
     conn.conn = std::move(c);
     ++conn.calls;
   });
-  run_until([&] { return conn.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return conn.calls == 1; })) << "timed out";
   EXPECT_EQ(conn.ec, std::errc::connection_aborted) << "the request saw its CONNECT_ERROR";
   // And the endpoint serves the next one.
   auto again = take_request(ep);
@@ -462,7 +460,7 @@ TEST_F(endpoint_test, cancelling_next_conn_req_aborts_and_loses_no_request) {
     settle();
     EXPECT_EQ(out.calls, 0);
     signal.emit(type);
-    run_until([&] { return out.calls == 1; });
+    ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
     EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
     EXPECT_FALSE(out.req);
   }
@@ -478,7 +476,7 @@ TEST_F(endpoint_test, shutdown_rejects_pending_requests_and_destroys_their_ids) 
   fake.incoming(listener(), {3});
   next_outcome first;
   next(ep, first);  // the wait reads all three: one handed out, two pending in the endpoint
-  run_until([&] { return first.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return first.calls == 1; })) << "timed out";
   ASSERT_TRUE(first.req);
   first.req = arpma::conn_req();  // refused too (its own teardown)
   ASSERT_EQ(fake.ids().size(), 3u);
@@ -506,7 +504,7 @@ TEST_F(endpoint_test, shutdown_aborts_a_waiter) {
   next(ep, out);
   settle();
   EXPECT_EQ(ep.shutdown(), std::error_code());
-  run_until([&] { return out.calls == 1; });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.async_ec, asio::error::operation_aborted);
   EXPECT_FALSE(out.req);
 }
