@@ -4,7 +4,8 @@
 # A file of src/<layer>/ may include "<other>/..." only for a layer at or below its own;
 # support and provider see of the public headers only the vocabulary ones (result, error,
 # log); rdma-core's headers (<infiniband/...>, <rdma/...>) stay in provider/ and behind
-# librpma.h; no public C++ header (include/arpma/) includes them.
+# librpma.h; no public C++ header (include/arpma/) includes them; every public
+# header has a unit test file that includes it first.
 # The build enforces the first rule too (src/CMakeLists.txt: each layer's include path
 # shows only the folders below it); this script also says *why* and runs in CI first.
 #
@@ -70,6 +71,18 @@ if ((${#public[@]})); then
     fi
   done < <(includes_of "${public[@]}")
 fi
+
+# Every public header has its unit test, test/unit/<name>_test.cpp, whose first include is
+# that header (so the header is shown to compile on its own there too).
+for file in "${public[@]}"; do
+  [[ "${file}" == include/arpma/detail/* ]] && continue  # internals, tested through their users
+  name="$(basename "${file}" .hpp)"
+  test_file="test/unit/${name}_test.cpp"
+  first="$(grep -m1 -E '^#include' "${test_file}" 2>/dev/null || true)"
+  if [[ "${first}" != "#include \"arpma/${name}.hpp\"" ]]; then
+    violation "${file}" 1 "no ${test_file} whose first include is \"arpma/${name}.hpp\""
+  fi
+done
 
 echo "include graph between layers (number of #include lines):"
 for edge in "${!edges[@]}"; do
