@@ -65,7 +65,7 @@ class completion_channel {
   /// making requests with it (their connections then keep it themselves).
   /// Overrides cfg.shared_completion_channel (CQ and RCQ share it anyway).
   conn_cfg& attach_to(conn_cfg& cfg) const noexcept {
-    cfg.completion_channel = state_.get();
+    cfg.completion_channel = state_;
     return cfg;
   }
 

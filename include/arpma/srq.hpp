@@ -134,7 +134,7 @@ class srq {
   /// `cfg` does not keep the SRQ: keep this handle while making requests
   /// with it (their connections then keep the SRQ themselves).
   conn_cfg& attach_to(conn_cfg& cfg) const noexcept {
-    cfg.srq = state_.get();
+    cfg.srq = state_;
     return cfg;
   }
 

@@ -67,7 +67,8 @@ std::error_code make_cq(provider::provider& prov, provider::device* dev, std::ui
   return {};
 }
 
-std::error_code conn_state::join_attached_comp_channel(comp_channel_state& common, provider::device* dev) {
+std::error_code conn_state::join_attached_comp_channel(comp_channel_state& common,
+                                                       provider::device* dev) {
   // Its events are taken on its io_context, and a CQ lives on its channel's device.
   // Compared by io_context, not executor: a strand of the same one is fine.
   if (common.native == nullptr || common.peer->dev != dev || !cm_events ||
@@ -82,20 +83,37 @@ std::error_code conn_state::join_attached_comp_channel(comp_channel_state& commo
   return {};
 }
 
+namespace {
+
+// Whether `w` was given an object at all (alive or not).
+template <class T>
+bool names_an_object(const std::weak_ptr<T>& w) noexcept {
+  return w.owner_before(std::weak_ptr<T>{}) || std::weak_ptr<T>{}.owner_before(w);
+}
+
+}  // namespace
+
 std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   auto& p = prov();
   provider::device* dev = p.id_device(id);
+  const std::shared_ptr<const srq_state> cfg_srq = cfg.srq.lock();
+  const std::shared_ptr<comp_channel_state> common = cfg.completion_channel.lock();
+  if ((!cfg_srq && names_an_object(cfg.srq)) ||
+      (!common && names_an_object(cfg.completion_channel))) {
+    ARPMA_LOG(log_level::error, "the cfg's SRQ or completion channel is closed");
+    return make_error_code(errc::invalid_argument);
+  }
   // The SRQ's RCQ replaces the connection's (as librpma's rpma_conn_cfg_set_srq); its channel is
   // its own.
-  provider::cq* srq_rcq = cfg.srq != nullptr ? cfg.srq->rcq.cq : nullptr;
+  provider::cq* srq_rcq = cfg_srq ? cfg_srq->rcq.cq : nullptr;
   if (cfg.shared_completion_channel && srq_rcq != nullptr) {
     ARPMA_LOG(log_level::error,
               "connection shared completion channel cannot be used when the shared RQ has "
               "its own RCQ");
     return make_error_code(errc::invalid_argument);
   }
-  if (cfg.completion_channel != nullptr) {
-    if (auto ec = join_attached_comp_channel(*cfg.completion_channel, dev)) return ec;
+  if (common) {
+    if (auto ec = join_attached_comp_channel(*common, dev)) return ec;
   } else if (cfg.shared_completion_channel) {
     auto created = p.create_comp_channel(dev);
     if (!created) {
@@ -116,7 +134,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
   provider::qp_config qp;
   qp.send_cq = cq.cq;
   qp.recv_cq = srq_rcq != nullptr ? srq_rcq : rcq.cq != nullptr ? rcq.cq : cq.cq;
-  qp.shared_rq = cfg.srq != nullptr ? cfg.srq->srq : nullptr;
+  qp.shared_rq = cfg_srq ? cfg_srq->srq : nullptr;
   qp.max_send_wr = cfg.sq_size;
   qp.max_recv_wr = cfg.rq_size;
   if (auto ec = p.create_qp(id, peer->pd, qp)) {
@@ -124,7 +142,7 @@ std::error_code conn_state::build_queues(const conn_cfg& cfg) {
     return ec;
   }
   has_qp = true;
-  if (cfg.srq != nullptr) srq = cfg.srq->shared_from_this();
+  srq = cfg_srq;
   return {};
 }
 

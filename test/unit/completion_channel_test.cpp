@@ -122,7 +122,7 @@ TEST_F(completion_channel_test, a_request_puts_both_cqs_on_it_and_the_last_user_
   arpma::conn_cfg cfg;
   cfg.rcq_size = 4;
   cfg.shared_completion_channel = true;  // overridden: both CQs are on the common channel
-  EXPECT_EQ(ch.value().attach_to(cfg).completion_channel, ch.value().state().get());
+  EXPECT_EQ(ch.value().attach_to(cfg).completion_channel.lock(), ch.value().state());
   (void)fake.take_calls();
 
   auto req = request(cfg, io);
@@ -202,7 +202,7 @@ TEST_F(completion_channel_test, a_cfg_points_at_it_and_a_holder_keeps_it) {
   arpma::conn_cfg cfg;
   ch.value().attach_to(cfg);
   EXPECT_NE(cfg, arpma::conn_cfg{});
-  auto user = cfg.completion_channel->shared_from_this();  // what a connection holds
+  auto user = cfg.completion_channel.lock();  // what a connection holds
   EXPECT_FALSE(ch.value().close());
   EXPECT_THAT(fake.take_calls(), ::testing::IsEmpty());
   user.reset();

@@ -4,6 +4,7 @@
 #include "arpma/conn_req.hpp"
 
 #include "arpma/error.hpp"
+#include "arpma/srq.hpp"
 #include "fake/fake_provider.hpp"
 
 #include <gmock/gmock.h>
@@ -462,6 +463,25 @@ TEST_F(conn_req_new_test, destroying_the_io_context_mid_flight_calls_nothing) {
   }
   EXPECT_EQ(out.calls, 0);
   EXPECT_EQ(fake.live_objects(), 1u);
+}
+
+// A cfg does not own the SRQ it names: once the SRQ is closed, a request made
+// with that cfg is refused (it never reaches a dangling SRQ), and the creation
+// undoes what it had built.
+TEST_F(conn_req_new_test, a_cfg_whose_srq_is_closed_is_an_invalid_argument) {
+  auto s = arpma::srq::create(*peer);
+  ASSERT_TRUE(s) << s.error().message();
+  arpma::conn_cfg cfg;
+  s.value().attach_to(cfg);
+  EXPECT_FALSE(s.value().close());
+  outcome out;
+  start(out, cfg);
+  io.run();
+  ASSERT_EQ(out.calls, 1);
+  EXPECT_EQ(out.ec, arpma::errc::invalid_argument) << out.ec.message();
+  EXPECT_FALSE(out.req);
+  const auto calls = fake.take_calls();
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "create_qp"), 0);
 }
 
 TEST_F(conn_req_new_test, a_request_outlives_its_peer_handle) {

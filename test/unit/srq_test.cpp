@@ -118,9 +118,9 @@ TEST_F(srq_test, a_conn_cfg_points_at_it_and_another_holder_keeps_it) {
   (void)fake.take_calls();
   arpma::conn_cfg cfg;
   EXPECT_EQ(&s.value().attach_to(cfg), &cfg);
-  EXPECT_EQ(cfg.srq, s.value().state().get());
+  EXPECT_EQ(cfg.srq.lock(), s.value().state());
   EXPECT_NE(cfg, arpma::conn_cfg{});
-  auto user = cfg.srq->shared_from_this();  // what a connection made with cfg holds
+  auto user = cfg.srq.lock();  // what a connection made with cfg holds
   EXPECT_FALSE(s.value().close()) << "not the last holder: nothing to report";
   EXPECT_THAT(fake.take_calls(), ::testing::IsEmpty());
   user.reset();
