@@ -267,7 +267,7 @@ void post_write_cxx(benchmark::State& state) {
 
 void post_write_core(benchmark::State& state) {
   auto& s = soft();
-  auto& conn = *s.post_conn_.state();
+  auto& conn = *arpma::detail::access::state(s.post_conn_);
   const auto* mr = arpma::detail::state_of(s.cxx_mr_);
   post_batches(
       state,
@@ -283,7 +283,7 @@ void post_write_core(benchmark::State& state) {
 void dispatch_completion(benchmark::State& state) {
   auto& s = soft();
   auto& io = s.io_;
-  const auto& st = *s.async_conn_.state();
+  const auto& st = *arpma::detail::access::state(s.async_conn_);
   const int fd = st.prov().comp_channel_fd(st.cq.own_channel);
   double total_ns = 0;
   std::int64_t completions = 0;

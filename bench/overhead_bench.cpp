@@ -229,7 +229,7 @@ world& world_of(const benchmark::State&) { return *current; }
 // poll_cq until its completion is there.
 class raw_write {
  public:
-  explicit raw_write(world& w) : w_(w), st_(w.conn.state()) {
+  explicit raw_write(world& w) : w_(w), st_(arpma::detail::access::state(w.conn)) {
     wr_.opcode = arpma::provider::wr_opcode::rdma_write;
     wr_.local = arpma::detail::state_of(*w.mr)->slice(0, message);
     wr_.remote_addr = w.remote->addr();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "arpma/conn_cfg.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
 
@@ -73,12 +74,8 @@ class completion_channel {
   /// destroyed now and the provider's error, if any, is returned.
   std::error_code close() noexcept;
 
-  /// Internal: what connections share.
-  [[nodiscard]] const std::shared_ptr<detail::comp_channel_state>& state() const noexcept {
-    return state_;
-  }
-
  private:
+  friend struct detail::access;
   explicit completion_channel(std::shared_ptr<detail::comp_channel_state> state) noexcept;
   std::shared_ptr<detail::comp_channel_state> state_;
 };

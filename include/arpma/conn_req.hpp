@@ -3,6 +3,7 @@
 
 #include "arpma/conn_cfg.hpp"
 #include "arpma/connection.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
@@ -92,7 +93,6 @@ class conn_req {
   using default_token = boost::asio::default_completion_token_t<executor_type>;
 
   conn_req() noexcept;
-  explicit conn_req(std::unique_ptr<detail::conn_state> state) noexcept;
   conn_req(conn_req&&) noexcept;
   conn_req& operator=(conn_req&&) noexcept;
   ~conn_req();
@@ -145,12 +145,9 @@ class conn_req {
         std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
   }
 
-  /// Internal: the state the C API and later stages work on.
-  [[nodiscard]] detail::conn_state* state() const noexcept { return state_.get(); }
-  /// Internal: gives up the state (the C API connects it without a loop).
-  [[nodiscard]] std::unique_ptr<detail::conn_state> release() noexcept;
-
  private:
+  friend struct detail::access;
+  explicit conn_req(std::unique_ptr<detail::conn_state> state) noexcept;
   std::unique_ptr<detail::conn_state> state_;
 };
 
@@ -188,7 +185,7 @@ auto async_conn_req_new(
     CompletionToken&& token =
         boost::asio::default_completion_token_t<boost::asio::any_io_executor>()) {
   return boost::asio::async_initiate<CompletionToken, detail::conn_req_signature>(
-      detail::initiate_conn_req_new{ex, false}, token, p.state(), std::string(addr),
+      detail::initiate_conn_req_new{ex, false}, token, detail::access::state(p), std::string(addr),
       std::string(port), cfg);
 }
 
@@ -199,7 +196,7 @@ template <boost::asio::completion_token_for<detail::conn_req_signature> Completi
 auto async_conn_req_new(const peer& p, std::string_view addr, std::string_view port,
                         const conn_cfg& cfg, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, detail::conn_req_signature>(
-      detail::initiate_conn_req_new{{}, true}, token, p.state(), std::string(addr),
+      detail::initiate_conn_req_new{{}, true}, token, detail::access::state(p), std::string(addr),
       std::string(port), cfg);
 }
 

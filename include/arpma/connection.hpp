@@ -2,6 +2,7 @@
 #pragma once
 
 #include "arpma/completion.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/detail/wc_op.hpp"
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
@@ -97,7 +98,7 @@ struct initiate_data_op {
     start_data_op(state, op, make_wc_op(std::forward<Handler>(handler), executor_of(state)));
   }
 };
-inline const local_mr_state* state_of(const local_mr& mr) noexcept { return mr.state(); }
+inline const local_mr_state* state_of(const local_mr& mr) noexcept { return access::state(mr); }
 using conn_event_handler = boost::asio::any_completion_handler<void(error_code, conn_event)>;
 using disconnect_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_next_event(conn_state* state, conn_event_handler handler);
@@ -137,7 +138,6 @@ class connection {
   using default_token = boost::asio::default_completion_token_t<executor_type>;
 
   connection() noexcept;
-  explicit connection(std::unique_ptr<detail::conn_state> state) noexcept;
   connection(connection&&) noexcept;
   connection& operator=(connection&&) noexcept;
   ~connection();
@@ -307,10 +307,9 @@ class connection {
   /// on the completion channel again. Zero (the default): fd mode only.
   void set_busy_poll(std::chrono::microseconds budget) noexcept;
 
-  /// Internal: the state the C API and the data path work on.
-  [[nodiscard]] detail::conn_state* state() const noexcept { return state_.get(); }
-
  private:
+  friend struct detail::access;
+  explicit connection(std::unique_ptr<detail::conn_state> state) noexcept;
   template <class CompletionToken>
   auto initiate(const detail::data_op& op, CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, detail::completion_signature>(

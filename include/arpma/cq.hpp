@@ -3,6 +3,7 @@
 #pragma once
 
 #include "arpma/completion.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/error.hpp"
 #include "arpma/result.hpp"
 
@@ -47,8 +48,6 @@ class cq {
   using default_token = boost::asio::default_completion_token_t<executor_type>;
 
   cq() noexcept = default;
-  cq(detail::conn_state* state, bool receive) noexcept : state_(state), receive_(receive) {}
-  explicit cq(detail::srq_state* srq) noexcept : srq_(srq) {}
 
   explicit operator bool() const noexcept { return state_ != nullptr || srq_ != nullptr; }
   [[nodiscard]] executor_type get_executor() const noexcept {
@@ -77,6 +76,10 @@ class cq {
   [[nodiscard]] result<std::size_t> poll(std::span<completion> out);
 
  private:
+  friend struct detail::access;
+  cq(detail::conn_state* state, bool receive) noexcept : state_(state), receive_(receive) {}
+  explicit cq(detail::srq_state* srq) noexcept : srq_(srq) {}
+
   detail::conn_state* state_ = nullptr;
   detail::srq_state* srq_ = nullptr;
   bool receive_ = false;

@@ -3,6 +3,7 @@
 
 #include "arpma/conn_cfg.hpp"
 #include "arpma/conn_req.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
@@ -61,7 +62,6 @@ class endpoint {
                                                std::string_view port);
 
   endpoint() noexcept;
-  explicit endpoint(std::unique_ptr<detail::endpoint_state> state) noexcept;
   endpoint(endpoint&&) noexcept;
   endpoint& operator=(endpoint&&) noexcept;
   ~endpoint();
@@ -90,10 +90,9 @@ class endpoint {
         detail::initiate_next_conn_req{state_.get()}, token, cfg);
   }
 
-  /// Internal: the state the C API works on.
-  [[nodiscard]] detail::endpoint_state* state() const noexcept { return state_.get(); }
-
  private:
+  friend struct detail::access;
+  explicit endpoint(std::unique_ptr<detail::endpoint_state> state) noexcept;
   std::unique_ptr<detail::endpoint_state> state_;
 };
 

@@ -2,6 +2,7 @@
 // arpma::remote_mr (the other side's, a value decoded from its descriptor).
 #pragma once
 
+#include "arpma/detail/access.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
 
@@ -76,10 +77,8 @@ class local_mr {
   /// emptied either way).
   std::error_code dereg() noexcept;
 
-  /// Internal: what the data path posts with.
-  [[nodiscard]] const detail::local_mr_state* state() const noexcept { return state_.get(); }
-
  private:
+  friend struct detail::access;
   explicit local_mr(std::unique_ptr<detail::local_mr_state> state) noexcept;
   std::unique_ptr<detail::local_mr_state> state_;
 };

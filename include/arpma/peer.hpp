@@ -1,6 +1,7 @@
 // arpma::peer: a protection domain on one RDMA device, and device lookup.
 #pragma once
 
+#include "arpma/detail/access.hpp"
 #include "arpma/result.hpp"
 
 #include <memory>
@@ -53,10 +54,8 @@ class peer {
   /// the provider's error if the PD was freed here and that failed.
   std::error_code close() noexcept;
 
-  /// Internal: the shared state objects created from this peer hold.
-  [[nodiscard]] const std::shared_ptr<detail::peer_state>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::access;
   explicit peer(std::shared_ptr<detail::peer_state> state) noexcept;
   std::shared_ptr<detail::peer_state> state_;
 };

@@ -5,6 +5,7 @@
 #include "arpma/conn_cfg.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/cq.hpp"
+#include "arpma/detail/access.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 #include "arpma/result.hpp"
@@ -113,7 +114,7 @@ class srq {
   auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
                   CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, detail::completion_signature>(
-        detail::initiate_srq_recv{state_.get()}, token, dst.state(), offset, len);
+        detail::initiate_srq_recv{state_.get()}, token, detail::access::state(dst), offset, len);
   }
 
   /// The SRQ's RCQ, for programs that take the receives' completions
@@ -142,10 +143,8 @@ class srq {
   /// now (RCQ, then SRQ) and the first provider error is returned.
   std::error_code close() noexcept;
 
-  /// Internal: what connections and the C API share.
-  [[nodiscard]] const std::shared_ptr<detail::srq_state>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::access;
   explicit srq(std::shared_ptr<detail::srq_state> state) noexcept;
   std::shared_ptr<detail::srq_state> state_;
 };

@@ -49,7 +49,7 @@ int rpma_conn_get_cq(const struct rpma_conn* conn, struct rpma_cq** cq_ptr) {
 
 int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr) {
   if (conn == nullptr || rcq_ptr == nullptr) return RPMA_E_INVAL;
-  const auto* state = conn->cxx.state();
+  const auto* state = arpma::detail::access::state(conn->cxx);
   const bool has_rcq = state != nullptr && state->rcq.cq != nullptr;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the CQ is the caller's to use
   *rcq_ptr = has_rcq ? const_cast<rpma_cq*>(&conn->rcq) : nullptr;
@@ -58,7 +58,7 @@ int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr) {
 
 int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd) {
   if (conn == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  const auto* state = conn->cxx.state();
+  const auto* state = arpma::detail::access::state(conn->cxx);
   if (state == nullptr || state->conn_comp_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
   *fd = state->prov().comp_channel_fd(state->conn_comp_channel);
   return 0;
@@ -71,7 +71,7 @@ int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
     *fd = cq->srq->prov().comp_channel_fd(cq->srq->rcq.own_channel);
     return 0;
   }
-  const auto* state = cq->owner->cxx.state();
+  const auto* state = arpma::detail::access::state(cq->owner->cxx);
   if (state == nullptr) return RPMA_E_INVAL;
   // As librpma: with a shared channel, that channel's fd for either CQ.
   const auto& queue = cq->receive ? state->rcq : state->cq;

@@ -19,7 +19,8 @@ conn_cfg to_conn_cfg(const rpma_conn_cfg* cfg) noexcept {
   value.sq_size = cfg->sq_size.load();
   value.rq_size = cfg->rq_size.load();
   value.shared_completion_channel = cfg->shared_comp_channel.load();
-  if (const rpma_srq* srq = cfg->srq.load(); srq != nullptr) value.srq = srq->cxx.state();
+  if (const rpma_srq* srq = cfg->srq.load(); srq != nullptr)
+    value.srq = arpma::detail::access::state(srq->cxx);
   return value;
 }
 

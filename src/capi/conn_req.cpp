@@ -73,9 +73,11 @@ int rpma_conn_req_get_private_data(const struct rpma_conn_req* req,
 
 int rpma_conn_req_recv(struct rpma_conn_req* req, struct rpma_mr_local* dst, size_t offset,
                        size_t len, const void* op_context) {
-  if (req == nullptr || dst == nullptr || req->cxx.state() == nullptr) return RPMA_E_INVAL;
+  if (req == nullptr || dst == nullptr || arpma::detail::access::state(req->cxx) == nullptr)
+    return RPMA_E_INVAL;
   return arpma::capi::guarded([&] {
-    const auto ec = arpma::detail::post_recv(*req->cxx.state(), dst->cxx.state(), offset, len,
+    const auto ec = arpma::detail::post_recv(*arpma::detail::access::state(req->cxx),
+                                             arpma::detail::access::state(dst->cxx), offset, len,
                                              reinterpret_cast<std::uintptr_t>(op_context));
     return arpma::to_rpma_error(ec);
   });

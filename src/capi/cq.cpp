@@ -32,7 +32,7 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
     return out.queue->cq != nullptr;
   }
   if (cq == nullptr || cq->owner == nullptr) return false;
-  const auto* state = cq->owner->cxx.state();
+  const auto* state = arpma::detail::access::state(cq->owner->cxx);
   if (state == nullptr) return false;
   out.provider = &state->prov();
   out.queue = cq->receive ? &state->rcq : &state->cq;
@@ -91,8 +91,9 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
 }
 
 int rpma_conn_wait(struct rpma_conn* conn, int /*flags*/, struct rpma_cq** cq, bool* is_rcq) {
-  if (conn == nullptr || cq == nullptr || conn->cxx.state() == nullptr) return RPMA_E_INVAL;
-  auto& state = *conn->cxx.state();
+  if (conn == nullptr || cq == nullptr || arpma::detail::access::state(conn->cxx) == nullptr)
+    return RPMA_E_INVAL;
+  auto& state = *arpma::detail::access::state(conn->cxx);
   if (state.conn_comp_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
   auto& p = state.prov();
   auto fired = p.get_cq_event(state.conn_comp_channel);

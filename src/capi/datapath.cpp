@@ -21,11 +21,11 @@ post_options options(int flags, const void* op_context) {
 }
 
 arpma::detail::conn_state* state_of(rpma_conn* conn) {
-  return conn != nullptr ? conn->cxx.state() : nullptr;
+  return conn != nullptr ? arpma::detail::access::state(conn->cxx) : nullptr;
 }
 
 const arpma::detail::local_mr_state* local(const rpma_mr_local* mr) {
-  return mr != nullptr ? mr->cxx.state() : nullptr;
+  return mr != nullptr ? arpma::detail::access::state(mr->cxx) : nullptr;
 }
 
 const arpma::remote_mr* remote(const rpma_mr_remote* mr) {

@@ -72,7 +72,7 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
   return arpma::capi::guarded([&] {
     auto created = arpma::srq::create(peer->cxx, config);
     if (!created) return arpma::to_rpma_error(created.error());
-    const auto& state = created.value().state();
+    const auto& state = arpma::detail::access::state(created.value());
     if (state->rcq.own_channel != nullptr) {
       // librpma's completion fds block until the program sets O_NONBLOCK.
       const int fd = state->prov().comp_channel_fd(state->rcq.own_channel);
@@ -84,7 +84,7 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
     arpma::capi::alloc_point("alloc rpma_srq");
     auto handle = std::make_unique<rpma_srq>();
     handle->cxx = std::move(created).value();
-    handle->rcq.srq = handle->cxx.state().get();
+    handle->rcq.srq = arpma::detail::access::state(handle->cxx).get();
     *srq_ptr = handle.release();
     return 0;
   });
@@ -102,12 +102,12 @@ int rpma_srq_delete(struct rpma_srq** srq_ptr) {
 
 int rpma_srq_recv(struct rpma_srq* srq, struct rpma_mr_local* dst, size_t offset, size_t len,
                   const void* op_context) {
-  if (srq == nullptr || srq->cxx.state() == nullptr ||
+  if (srq == nullptr || arpma::detail::access::state(srq->cxx) == nullptr ||
       (dst == nullptr && (offset != 0 || len != 0)))
     return RPMA_E_INVAL;
-  const auto* mr = dst != nullptr ? dst->cxx.state() : nullptr;
-  return arpma::to_rpma_error(
-      srq->cxx.state()->post_recv(mr, offset, len, reinterpret_cast<std::uintptr_t>(op_context)));
+  const auto* mr = dst != nullptr ? arpma::detail::access::state(dst->cxx) : nullptr;
+  return arpma::to_rpma_error(arpma::detail::access::state(srq->cxx)->post_recv(
+      mr, offset, len, reinterpret_cast<std::uintptr_t>(op_context)));
 }
 
 int rpma_srq_get_rcq(const struct rpma_srq* srq, struct rpma_cq** rcq_ptr) {

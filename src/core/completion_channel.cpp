@@ -8,8 +8,9 @@
 namespace arpma {
 
 result<completion_channel> completion_channel::create(const executor_type& ex, const peer& p) {
-  if (!ex || !p.state() || p.state()->pd == nullptr) return make_error_code(errc::invalid_argument);
-  auto state = detail::comp_channel_state::create(p.state(), ex);
+  if (!ex || !detail::access::state(p) || detail::access::state(p)->pd == nullptr)
+    return make_error_code(errc::invalid_argument);
+  auto state = detail::comp_channel_state::create(detail::access::state(p), ex);
   if (!state) return state.error();
   return completion_channel(std::move(state).value());
 }

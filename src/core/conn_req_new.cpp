@@ -199,7 +199,7 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
       if (ec)
         req_.reset();  // reverse-order teardown
       else
-        result = conn_req(std::move(req_));
+        result = access::make<conn_req>(std::move(req_));
     }
     // Posted: never run inside the channel drain that delivered the event.
     complete(ec, std::move(result));
@@ -256,8 +256,8 @@ std::error_code conn_req::close() noexcept {
 result<conn_req> conn_req_new(const peer& p, std::string_view addr, std::string_view port,
                               const conn_cfg& cfg) {
   return detail::sync_wait<conn_req>([&](const asio::any_io_executor& ex, auto handler) {
-    detail::start_conn_req_new(ex, p.state(), std::string(addr), std::string(port), cfg,
-                               detail::channel_mode::dedicated, std::move(handler));
+    detail::start_conn_req_new(ex, detail::access::state(p), std::string(addr), std::string(port),
+                               cfg, detail::channel_mode::dedicated, std::move(handler));
   });
 }
 

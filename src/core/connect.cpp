@@ -82,7 +82,7 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
 
   void succeed() {
     state_->unwatch(this);
-    complete({}, connection(std::move(state_)));
+    complete({}, access::make<connection>(std::move(state_)));
   }
 
   void fail(const std::error_code& ec) {
@@ -101,7 +101,7 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
 
 void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint8_t> private_data,
                    connection_handler handler) {
-  auto state = req.release();
+  auto state = access::release(req);
   if (state && !runs_operations(ex))
     ex = runs_operations(state->ex) ? state->ex : state->cm_events->executor();
   if (!state || !runs_operations(ex)) {
@@ -113,8 +113,6 @@ void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint
 }
 
 }  // namespace detail
-
-std::unique_ptr<detail::conn_state> conn_req::release() noexcept { return std::move(state_); }
 
 bool conn_req::incoming() const noexcept { return state_ && state_->passive; }
 

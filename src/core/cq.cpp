@@ -153,11 +153,13 @@ result<std::size_t> cq::poll(std::span<completion> out) {
 }
 
 cq srq::completion_queue() const noexcept {
-  return detail::queue_of(state_.get()) != nullptr ? cq(state_.get()) : cq();
+  return detail::queue_of(state_.get()) != nullptr ? detail::access::make<cq>(state_.get()) : cq();
 }
 
 cq connection::completion_queue(bool receive) const noexcept {
-  return detail::queue_of(state_.get(), receive) != nullptr ? cq(state_.get(), receive) : cq();
+  return detail::queue_of(state_.get(), receive) != nullptr
+             ? detail::access::make<cq>(state_.get(), receive)
+             : cq();
 }
 
 }  // namespace arpma

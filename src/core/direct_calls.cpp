@@ -26,25 +26,26 @@ result<endpoint> listen_now(const peer& p, const std::string& addr, const std::s
   // Empty strings are refused as endpoint::listen refuses them (the provider
   // would report an empty address as its own failure and an empty port as
   // "any port").
-  if (!p.state() || addr.empty() || port.empty()) return make_error_code(errc::invalid_argument);
-  auto channel = cm_channel::create(p.state()->prov, thread_loop().get_executor());
+  if (!detail::access::state(p) || addr.empty() || port.empty())
+    return make_error_code(errc::invalid_argument);
+  auto channel = cm_channel::create(detail::access::state(p)->prov, thread_loop().get_executor());
   if (!channel) return channel.error();
   if (auto ec = channel.value()->set_blocking(true)) return ec;
   const auto token = channel.value()->reserve_token();
-  auto state = std::make_unique<endpoint_state>(p.state(), channel.value(), token);
+  auto state = std::make_unique<endpoint_state>(detail::access::state(p), channel.value(), token);
   if (auto ec = state->listen(addr, port)) return ec;
-  return endpoint(std::move(state));
+  return access::make<endpoint>(std::move(state));
 }
 
 result<conn_req> next_conn_req_now(const endpoint& ep, const conn_cfg& cfg) {
-  if (ep.state() == nullptr) return make_error_code(errc::invalid_argument);
-  auto request = ep.state()->next_request_now(cfg);
+  if (detail::access::state(ep) == nullptr) return make_error_code(errc::invalid_argument);
+  auto request = detail::access::state(ep)->next_request_now(cfg);
   if (!request) return request.error();
-  return conn_req(std::move(request).value());
+  return access::make<conn_req>(std::move(request).value());
 }
 
 result<connection> connect_now(conn_req req, std::span<const std::uint8_t> private_data) {
-  auto state = req.release();
+  auto state = access::release(req);
   if (!state) return make_error_code(errc::invalid_argument);
   if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
   // The fds the connection hands out behave as librpma's: blocking.
@@ -53,11 +54,11 @@ result<connection> connect_now(conn_req req, std::span<const std::uint8_t> priva
   const auto len = static_cast<std::uint8_t>(private_data.size());
   if (auto ec = state->start_connect(private_data.empty() ? nullptr : private_data.data(), len))
     return ec;  // `state` lets go on the way out; an incoming request is rejected
-  return connection(std::move(state));
+  return access::make<connection>(std::move(state));
 }
 
 result<conn_event> next_event_now(const connection& conn) {
-  auto* state = conn.state();
+  auto* state = detail::access::state(conn);
   if (state == nullptr) return make_error_code(errc::invalid_argument);
   auto event = state->cm_events->read_now();
   if (!event) return event.error();
@@ -73,11 +74,11 @@ result<conn_event> next_event_now(const connection& conn) {
 }
 
 int event_fd(const endpoint& ep) noexcept {
-  return ep.state() != nullptr ? ep.state()->channel->fd() : -1;
+  return detail::access::state(ep) != nullptr ? detail::access::state(ep)->channel->fd() : -1;
 }
 
 int event_fd(const connection& conn) noexcept {
-  return conn.state() != nullptr ? conn.state()->cm_events->fd() : -1;
+  return detail::access::state(conn) != nullptr ? detail::access::state(conn)->cm_events->fd() : -1;
 }
 
 }  // namespace arpma::detail

@@ -200,7 +200,7 @@ class next_conn_req_op final : public parked_op<next_conn_req_op, conn_req>, pub
     state_->pending.pop_front();
     state_->unwatch(this);
     if (auto ec = request->build_queues(cfg_)) return complete(ec, conn_req());
-    complete({}, conn_req(std::move(request)));
+    complete({}, access::make<conn_req>(std::move(request)));
   }
 
   endpoint_state* state_;
@@ -220,12 +220,13 @@ void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler h
 
 result<endpoint> endpoint::listen(const asio::any_io_executor& ex, const peer& p,
                                   std::string_view addr, std::string_view port) {
-  if (!p.state() || addr.empty() || port.empty() || !detail::runs_operations(ex))
+  if (!detail::access::state(p) || addr.empty() || port.empty() || !detail::runs_operations(ex))
     return make_error_code(errc::invalid_argument);
-  auto channel = detail::loop_cm_channel(p.state()->prov, ex);
+  auto channel = detail::loop_cm_channel(detail::access::state(p)->prov, ex);
   if (!channel) return channel.error();
   const auto token = channel.value()->reserve_token();
-  auto state = std::make_unique<detail::endpoint_state>(p.state(), channel.value(), token);
+  auto state =
+      std::make_unique<detail::endpoint_state>(detail::access::state(p), channel.value(), token);
   state->ex = ex;
   if (auto ec = state->listen(std::string(addr), std::string(port))) return ec;
   state->channel->attach(state->token, state.get(), state->ex);

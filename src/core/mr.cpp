@@ -67,9 +67,10 @@ provider::sge local_mr_state::slice(std::size_t offset, std::size_t len) const n
 }  // namespace detail
 
 result<local_mr> local_mr::reg(const peer& p, void* ptr, std::size_t size, int usage) {
-  if (!p.state() || ptr == nullptr || size == 0 || usage == 0 || (usage & ~mr_usage::all) != 0)
+  if (!detail::access::state(p) || ptr == nullptr || size == 0 || usage == 0 ||
+      (usage & ~mr_usage::all) != 0)
     return make_error_code(errc::invalid_argument);
-  auto& state = *p.state();
+  auto& state = *detail::access::state(p);
   const auto caps = state.prov.caps(state.dev);
   const int access = detail::usage_to_access(usage, caps.native_flush);
   auto registered = state.prov.reg_mr(state.pd, ptr, size, access);
@@ -82,8 +83,8 @@ result<local_mr> local_mr::reg(const peer& p, void* ptr, std::size_t size, int u
     return registered.error();
   }
   try {
-    return local_mr(
-        std::make_unique<detail::local_mr_state>(p.state(), registered.value(), ptr, size, usage));
+    return local_mr(std::make_unique<detail::local_mr_state>(detail::access::state(p),
+                                                             registered.value(), ptr, size, usage));
   } catch (const std::bad_alloc&) {
     (void)state.prov.dereg_mr(registered.value());
     return make_error_code(errc::no_memory);

@@ -8,8 +8,9 @@
 namespace arpma {
 
 result<srq> srq::create(const peer& p, const srq_config& cfg) {
-  if (!p.state() || p.state()->pd == nullptr) return make_error_code(errc::invalid_argument);
-  auto state = detail::srq_state::create(p.state(), cfg.rq_size, cfg.rcq_size);
+  if (!detail::access::state(p) || detail::access::state(p)->pd == nullptr)
+    return make_error_code(errc::invalid_argument);
+  auto state = detail::srq_state::create(detail::access::state(p), cfg.rq_size, cfg.rcq_size);
   if (!state) return state.error();
   return srq(std::move(state).value());
 }
@@ -30,8 +31,9 @@ srq::~srq() = default;
 
 std::error_code srq::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
                                std::uint64_t wr_id) {
-  if (!state_ || dst.state() == nullptr) return make_error_code(errc::invalid_argument);
-  return state_->post_recv(dst.state(), offset, len, wr_id);
+  if (!state_ || detail::access::state(dst) == nullptr)
+    return make_error_code(errc::invalid_argument);
+  return state_->post_recv(detail::access::state(dst), offset, len, wr_id);
 }
 
 bool srq::has_rcq() const noexcept { return state_ && state_->rcq.cq != nullptr; }

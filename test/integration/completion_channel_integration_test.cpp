@@ -239,7 +239,8 @@ TEST_F(completion_channel_cxx, a_peer_gone_fails_the_receives_pending_on_the_cha
 TEST_F(completion_channel_cxx, the_channel_outlives_its_handle_and_goes_with_its_last_user) {
   std::vector<connected_pair> pairs;
   for (int i = 0; i < 2; ++i) pairs.push_back(connect());
-  std::weak_ptr<arpma::detail::comp_channel_state> server_state = server_channel.state();
+  std::weak_ptr<arpma::detail::comp_channel_state> server_state =
+      arpma::detail::access::state(server_channel);
   EXPECT_FALSE(server_channel.close()) << "connections still use it";
   EXPECT_FALSE(server_state.expired());
   exercise(pairs);

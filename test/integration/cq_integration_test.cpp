@@ -190,7 +190,7 @@ TEST_F(cq_integration, a_wait_pending_when_the_io_context_goes_leaves_the_fd_to_
   ASSERT_TRUE(ep);
   auto pair = arpma::test::connect_pair(*loop, *peer, ep.value(), {}, {});
   ASSERT_TRUE(pair.client);
-  auto* st = pair.client.state();
+  auto* st = arpma::detail::access::state(pair.client);
   const int fd = st->prov().comp_channel_fd(st->cq.own_channel);
   ASSERT_GE(fd, 0);
   bool called = false;

@@ -71,9 +71,9 @@ struct objects {
 
   // The provider's fds the pending operations watch.
   [[nodiscard]] std::vector<int> provider_fds() const {
-    const auto* st = pair.client.state();
+    const auto* st = arpma::detail::access::state(pair.client);
     return {st->prov().comp_channel_fd(st->cq.own_channel), st->cm_events->fd(),
-            endpoint.state()->channel->fd(), srq.rcq_fd()};
+            arpma::detail::access::state(endpoint)->channel->fd(), srq.rcq_fd()};
   }
 };
 

@@ -122,7 +122,8 @@ TEST_F(completion_channel_test, a_request_puts_both_cqs_on_it_and_the_last_user_
   arpma::conn_cfg cfg;
   cfg.rcq_size = 4;
   cfg.shared_completion_channel = true;  // overridden: both CQs are on the common channel
-  EXPECT_EQ(ch.value().attach_to(cfg).completion_channel.lock(), ch.value().state());
+  EXPECT_EQ(ch.value().attach_to(cfg).completion_channel.lock(),
+            arpma::detail::access::state(ch.value()));
   (void)fake.take_calls();
 
   auto req = request(cfg, io);

@@ -118,7 +118,7 @@ TEST_F(srq_test, a_conn_cfg_points_at_it_and_another_holder_keeps_it) {
   (void)fake.take_calls();
   arpma::conn_cfg cfg;
   EXPECT_EQ(&s.value().attach_to(cfg), &cfg);
-  EXPECT_EQ(cfg.srq.lock(), s.value().state());
+  EXPECT_EQ(cfg.srq.lock(), arpma::detail::access::state(s.value()));
   EXPECT_NE(cfg, arpma::conn_cfg{});
   auto user = cfg.srq.lock();  // what a connection made with cfg holds
   EXPECT_FALSE(s.value().close()) << "not the last holder: nothing to report";
