@@ -230,29 +230,6 @@ void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> pe
 
 }  // namespace detail
 
-conn_req::conn_req() noexcept = default;
-conn_req::conn_req(std::unique_ptr<detail::conn_state> state) noexcept : state_(std::move(state)) {}
-conn_req::conn_req(conn_req&&) noexcept = default;
-conn_req& conn_req::operator=(conn_req&&) noexcept = default;
-conn_req::~conn_req() = default;
-
-asio::any_io_executor detail::executor_of_request(const detail::conn_state* state) noexcept {
-  return state != nullptr && state->attached ? state->ex : asio::any_io_executor();
-}
-
-std::uint32_t conn_req::qp_num() const noexcept {
-  return state_ && state_->has_qp ? state_->prov().qp_num(state_->id) : 0;
-}
-
-bool conn_req::has_rcq() const noexcept { return state_ && state_->rcq.cq != nullptr; }
-
-std::error_code conn_req::close() noexcept {
-  if (!state_) return {};
-  const auto ec = state_->destroy();
-  state_.reset();
-  return ec;
-}
-
 result<conn_req> conn_req_new(const peer& p, std::string_view addr, std::string_view port,
                               const conn_cfg& cfg) {
   return detail::sync_wait<conn_req>([&](const asio::any_io_executor& ex, auto handler) {

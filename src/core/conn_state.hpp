@@ -148,4 +148,11 @@ struct conn_state final : cm_event_sink {
 /// rdma_disconnect, once; nothing when the connection is already closed.
 std::error_code request_disconnect(conn_state& state) noexcept;
 
+/// The connection's CQ (or, with `receive`, its RCQ) if it has one.
+[[nodiscard]] inline const cq_state* queue_of(const conn_state* state, bool receive) noexcept {
+  if (state == nullptr) return nullptr;
+  const auto& q = receive ? state->rcq : state->cq;
+  return q.cq != nullptr ? &q : nullptr;
+}
+
 }  // namespace arpma::detail

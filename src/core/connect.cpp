@@ -114,23 +114,4 @@ void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint
 
 }  // namespace detail
 
-bool conn_req::incoming() const noexcept { return state_ && state_->passive; }
-
-std::span<const std::uint8_t> conn_req::private_data() const noexcept {
-  if (!state_ || !state_->passive) return {};
-  return state_->private_data;
-}
-
-std::error_code conn_req::reject(std::span<const std::uint8_t> private_data) noexcept {
-  if (!state_ || !state_->passive || private_data.size() > provider::max_reject_private_data)
-    return make_error_code(errc::invalid_argument);
-  const auto len = static_cast<std::uint8_t>(private_data.size());
-  auto ec =
-      state_->prov().reject(state_->id, private_data.empty() ? nullptr : private_data.data(), len);
-  if (ec) ARPMA_LOG_FAILURE("reject", ec);
-  state_->phase = detail::conn_phase::refused;  // the refusal is said (or failed): say no more
-  const auto teardown = close();
-  return ec ? ec : teardown;
-}
-
 }  // namespace arpma

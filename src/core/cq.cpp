@@ -18,16 +18,6 @@ namespace arpma {
 namespace detail {
 namespace {
 
-const cq_state* queue_of(const conn_state* state, bool receive) {
-  if (state == nullptr) return nullptr;
-  const auto& q = receive ? state->rcq : state->cq;
-  return q.cq != nullptr ? &q : nullptr;
-}
-
-const cq_state* queue_of(const srq_state* srq) {
-  return srq != nullptr && srq->peer && srq->rcq.cq != nullptr ? &srq->rcq : nullptr;
-}
-
 // Waits on the CQ's own channel fd; takes every event there (each
 // acknowledged, the CQ re-armed), then completes. Owned by its fd wait, no
 // timer; told by its connection (or SRQ) when the CQ goes (aborted), and by
@@ -150,16 +140,6 @@ result<std::size_t> cq::poll(std::span<completion> out) {
   const auto* q = detail::queue_of(state_, receive_);
   if (q == nullptr) return make_error_code(errc::invalid_argument);
   return detail::poll_into(state_->prov(), q->cq, out);
-}
-
-cq srq::completion_queue() const noexcept {
-  return detail::queue_of(state_.get()) != nullptr ? detail::access::make<cq>(state_.get()) : cq();
-}
-
-cq connection::completion_queue(bool receive) const noexcept {
-  return detail::queue_of(state_.get(), receive) != nullptr
-             ? detail::access::make<cq>(state_.get(), receive)
-             : cq();
 }
 
 }  // namespace arpma

@@ -102,49 +102,4 @@ cq_dispatcher& conn_state::completions() {
 
 }  // namespace detail
 
-namespace {
-
-std::error_code post_now(detail::conn_state* state, const detail::data_op& op, std::uint64_t wr_id,
-                         bool signaled) {
-  if (state == nullptr || !state->has_qp) return make_error_code(errc::invalid_argument);
-  return detail::post_data_op(*state, op, wr_id, signaled);
-}
-
-}  // namespace
-
-std::error_code connection::post_write(const remote_mr& dst, std::size_t dst_offset,
-                                       const local_mr& src, std::size_t src_offset, std::size_t len,
-                                       std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::write, detail::access::state(src),
-                                       src_offset, &dst, dst_offset, len);
-  return post_now(state_.get(), op, wr_id, signaled);
-}
-
-std::error_code connection::post_read(const local_mr& dst, std::size_t dst_offset,
-                                      const remote_mr& src, std::size_t src_offset, std::size_t len,
-                                      std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::read, detail::access::state(dst),
-                                       dst_offset, &src, src_offset, len);
-  return post_now(state_.get(), op, wr_id, signaled);
-}
-
-std::error_code connection::post_send(const local_mr& src, std::size_t offset, std::size_t len,
-                                      std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::send, detail::access::state(src),
-                                       offset, nullptr, 0, len);
-  return post_now(state_.get(), op, wr_id, signaled);
-}
-
-std::error_code connection::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                                      std::uint64_t wr_id) {
-  const auto op = detail::make_data_op(detail::data_op::kind::recv, detail::access::state(dst),
-                                       offset, nullptr, 0, len);
-  return post_now(state_.get(), op, wr_id, true);
-}
-
-void connection::set_busy_poll(std::chrono::microseconds budget) noexcept {
-  if (!state_ || !state_->attached) return;
-  state_->completions().set_busy_poll(budget);
-}
-
 }  // namespace arpma

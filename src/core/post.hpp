@@ -42,4 +42,7 @@ std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t d
 std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size_t offset,
                           std::size_t len, std::optional<std::uint32_t> imm, post_options opts);
 
+/// The work request of `op` (any kind), posted with `wr_id` (data_ops.cpp).
+std::error_code post_data_op(conn_state& st, const data_op& op, std::uint64_t wr_id, bool signaled);
+
 }  // namespace arpma::detail

@@ -36,6 +36,10 @@ std::error_code srq::post_recv(const local_mr& dst, std::size_t offset, std::siz
   return state_->post_recv(detail::access::state(dst), offset, len, wr_id);
 }
 
+cq srq::completion_queue() const noexcept {
+  return detail::queue_of(state_.get()) != nullptr ? detail::access::make<cq>(state_.get()) : cq();
+}
+
 bool srq::has_rcq() const noexcept { return state_ && state_->rcq.cq != nullptr; }
 
 int srq::rcq_fd() const noexcept {

@@ -52,4 +52,9 @@ struct srq_state : std::enable_shared_from_this<srq_state> {
   cq_state rcq;  ///< no CQ when the SRQ has no RCQ
 };
 
+/// The SRQ's own RCQ, if it has one (and is not closed).
+[[nodiscard]] inline const cq_state* queue_of(const srq_state* srq) noexcept {
+  return srq != nullptr && srq->peer && srq->rcq.cq != nullptr ? &srq->rcq : nullptr;
+}
+
 }  // namespace arpma::detail
