@@ -220,6 +220,22 @@ class soft_cm_test : public ::testing::Test {
     prov::cm_id* passive;
   };
 
+  /// A request waiting at a listener on loopback: CONNECT_REQUEST consumed.
+  struct pending {
+    prov::event_channel* listen_ch;
+    prov::event_channel* active_ch;
+    prov::cm_id* active;
+    prov::cm_id* passive;
+  };
+  pending pending_request() {
+    pending out{channel(), channel(), nullptr, nullptr};
+    std::uint16_t port = 0;
+    listener(out.listen_ch, "127.0.0.1", port);
+    out.active = resolved(out.active_ch, "127.0.0.1", port);
+    out.passive = request(out.active, out.listen_ch);
+    return out;
+  }
+
   /// A connection over `ip`: ESTABLISHED consumed on both sides.
   pair establish(const char* ip, prov::event_channel* active_ch, prov::event_channel* passive_ch) {
     std::uint16_t port = 0;
@@ -440,12 +456,7 @@ TEST_F(soft_cm_test, too_long_private_data_is_einval_and_sends_nothing) {
 }
 
 TEST_F(soft_cm_test, the_longest_reject_private_data_arrives_whole) {
-  prov::event_channel* lch = channel();
-  prov::event_channel* ach = channel();
-  std::uint16_t port = 0;
-  listener(lch, "127.0.0.1", port);
-  prov::cm_id* active = resolved(ach, "127.0.0.1", port);
-  prov::cm_id* passive = request(active, lch);
+  const auto [lch, ach, active, passive] = pending_request();
   ASSERT_NE(passive, nullptr);
   const std::string max_rej(148, 'j');
   ASSERT_FALSE(soft.reject(passive, max_rej.data(), 148));
@@ -621,12 +632,7 @@ TEST_F(soft_cm_test, destroying_a_listener_rejects_the_requests_nobody_took) {
 }
 
 TEST_F(soft_cm_test, accepting_after_the_active_side_left_is_unreachable) {
-  prov::event_channel* lch = channel();
-  prov::event_channel* ach = channel();
-  std::uint16_t port = 0;
-  listener(lch, "127.0.0.1", port);
-  prov::cm_id* active = resolved(ach, "127.0.0.1", port);
-  prov::cm_id* passive = request(active, lch);
+  const auto [lch, ach, active, passive] = pending_request();
   ASSERT_NE(passive, nullptr);
   const std::size_t failures = soft.link_failures();
   destroy(active);
@@ -642,12 +648,7 @@ TEST_F(soft_cm_test, accepting_after_the_active_side_left_is_unreachable) {
 }
 
 TEST_F(soft_cm_test, the_active_side_leaving_after_the_accept_is_unreachable_too) {
-  prov::event_channel* lch = channel();
-  prov::event_channel* ach = channel();
-  std::uint16_t port = 0;
-  listener(lch, "127.0.0.1", port);
-  prov::cm_id* active = resolved(ach, "127.0.0.1", port);
-  prov::cm_id* passive = request(active, lch);
+  const auto [lch, ach, active, passive] = pending_request();
   ASSERT_NE(passive, nullptr);
   ASSERT_FALSE(soft.accept(passive, {}));
   destroy(active);  // before or after the REP reached it: no RTU comes
