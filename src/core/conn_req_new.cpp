@@ -43,13 +43,12 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
   enum class stage { starting, name, addr, route, done };
 
   conn_req_new_op(asio::any_io_executor ex, std::shared_ptr<peer_state> peer, std::string addr,
-                  std::string port, const conn_cfg& cfg, channel_mode mode,
-                  conn_req_handler handler)
+                  std::string port, conn_cfg cfg, channel_mode mode, conn_req_handler handler)
       : parked_op(std::move(ex), std::move(handler)),
         peer_(std::move(peer)),
         addr_(std::move(addr)),
         port_(std::move(port)),
-        cfg_(cfg),
+        cfg_(std::move(cfg)),
         mode_(mode) {}
 
   conn_req_new_op(const conn_req_new_op&) = delete;
@@ -224,7 +223,7 @@ void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> pe
   if (!runs_operations(ex))
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), conn_req{});
   std::make_shared<conn_req_new_op>(std::move(ex), std::move(peer), std::move(addr),
-                                    std::move(port), cfg, mode, std::move(handler))
+                                    std::move(port), std::move(cfg), mode, std::move(handler))
       ->start();
 }
 

@@ -8,8 +8,7 @@
 
 #include <limits>
 
-namespace arpma {
-namespace detail {
+namespace arpma::detail {
 namespace {
 
 // Owns the request until ESTABLISHED hands it to the connection; any other
@@ -112,6 +111,4 @@ void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint
       ->start();
 }
 
-}  // namespace detail
-
-}  // namespace arpma
+}  // namespace arpma::detail

@@ -8,8 +8,7 @@
 #include "core/post.hpp"
 #include "core/srq_state.hpp"
 
-namespace arpma {
-namespace detail {
+namespace arpma::detail {
 
 std::error_code post_data_op(conn_state& st, const data_op& op, std::uint64_t wr_id,
                              bool signaled) {
@@ -100,6 +99,4 @@ cq_dispatcher& conn_state::completions() {
   return *dispatcher;
 }
 
-}  // namespace detail
-
-}  // namespace arpma
+}  // namespace arpma::detail

@@ -168,9 +168,9 @@ namespace {
 
 class next_conn_req_op final : public parked_op<next_conn_req_op, conn_req>, public conn_watcher {
  public:
-  next_conn_req_op(asio::any_io_executor ex, endpoint_state* state, const conn_cfg& cfg,
+  next_conn_req_op(asio::any_io_executor ex, endpoint_state* state, conn_cfg cfg,
                    handler_type handler)
-      : parked_op(std::move(ex), std::move(handler)), state_(state), cfg_(cfg) {}
+      : parked_op(std::move(ex), std::move(handler)), state_(state), cfg_(std::move(cfg)) {}
 
   void start() {
     constexpr auto all = asio::cancellation_type::terminal | asio::cancellation_type::partial |
@@ -213,7 +213,7 @@ void start_next_conn_req(endpoint_state* state, conn_cfg cfg, conn_req_handler h
   if (state == nullptr) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), conn_req());
   }
-  std::make_shared<next_conn_req_op>(state->ex, state, cfg, std::move(handler))->start();
+  std::make_shared<next_conn_req_op>(state->ex, state, std::move(cfg), std::move(handler))->start();
 }
 
 }  // namespace detail
