@@ -53,6 +53,7 @@ frame make_rej_frame(std::uint16_t reason, const void* private_data, std::size_t
   put_u16(fixed.data(), reason);
   return make_frame(frame_type::rej, fixed.data(), fixed.size(), private_data, len);
 }
+
 namespace {
 
 /// Low latency, and a dead peer host noticed within seconds.
@@ -91,6 +92,7 @@ void await_rtu(const id_ptr& id) {
     if (waiting) link_failed(id, ETIMEDOUT);
   });
 }
+
 namespace {
 
 /// What a connection-manager frame did to its id.
@@ -167,6 +169,7 @@ rx_next on_cm_frame(const id_ptr& id, frame_type type, std::span<const std::uint
   if (out.half_close) finish_link(id, false);
   return rx_next::more;
 }
+
 namespace {
 
 // ---- passive side: connections arriving at a listener -------------------------

@@ -322,6 +322,7 @@ void pump_from_application(const id_ptr& id) {
     // The progress thread's own wait for readability takes over.
   }
 }
+
 namespace {
 
 // ---- data frames -------------------------------------------------------------------

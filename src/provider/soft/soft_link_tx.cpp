@@ -74,6 +74,7 @@ void link_failed(const id_ptr& id, int err) {
   }
   close_link(id);
 }
+
 namespace {
 
 /// Writes what it can of `parts`, in order, without blocking, in one call;
@@ -238,6 +239,7 @@ void flush_acks(const id_ptr& id) {
   if (id->ack_pending == 0 || id->tx_fd < 0 || id->tx_sealed) return;
   transmit(id, lock, take_acks(*id), {});
 }
+
 namespace {
 
 /// Acknowledgements an application thread left pending are sent by the
@@ -280,6 +282,7 @@ void ensure_ack_ticker(const id_ptr& id) {
     id->ack_ticker = false;  // the next poll flushes, or tries again
   }
 }
+
 namespace {
 
 /// The progress thread's writer: everything queued, in one gathered write.
@@ -340,6 +343,7 @@ void open_tx(soft_id& id) {
   const std::lock_guard lock(id.tx_mutex);
   id.tx_fd = id.socket->native_handle();
 }
+
 namespace {
 
 /// How a QP writes its frames: through the id's link while the id lives.
