@@ -50,6 +50,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,24 @@ long rss_kib() {
   while (std::getline(status, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
   return -1;
+}
+
+/// What RSS is made of (anonymous or file-backed pages) and the thread count,
+/// printed with each sample so that a growth can be told apart: the heap
+/// (heap_kib) is anonymous; code paged in late, or a thread's stack, is not.
+std::string memory_breakdown() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  std::string out;
+  while (std::getline(status, line)) {
+    for (const char* key : {"RssAnon:", "RssFile:", "Threads:"}) {
+      if (line.rfind(key, 0) != 0) continue;
+      std::string value = line.substr(std::string_view(key).size());
+      value.erase(0, value.find_first_not_of(" \t"));
+      out += (out.empty() ? "" : ", ") + std::string(key) + " " + value;
+    }
+  }
+  return out;
 }
 
 /// A message, client -> server: what to check, or 'D' (disconnect me).
@@ -527,6 +546,7 @@ int main(int argc, char** argv) {
   const auto fds_start = settled_fds();
   ::malloc_trim(0);  // both samples without what the allocator merely keeps cached
   const auto rss_start = rss_kib();
+  const std::string memory_start = memory_breakdown();
   const auto heap_start = heap_kib();
   const auto connections_warmup = stats.connections.load();
   const auto t0 = clock_type::now();
@@ -536,6 +556,7 @@ int main(int argc, char** argv) {
   const auto fds_end = settled_fds();
   ::malloc_trim(0);
   const auto rss_end = rss_kib();
+  const std::string memory_end = memory_breakdown();
   const auto heap_end = heap_kib();
 
   asio::post(srv->io, [&] { (void)srv->ep.shutdown(); });
@@ -572,6 +593,8 @@ int main(int argc, char** argv) {
       "%ld KiB (%+ld, tolerance %ld = %.0f B per connection)\n",
       fds_start, fds_end, rss_start, rss_end, rss_end - rss_start, rss_tolerance_kib, heap_start,
       heap_end, heap_end - heap_start, heap_tolerance_kib, per_conn(heap_tolerance_kib));
+  std::printf("soak: memory at the start: %s; at the end: %s\n", memory_start.c_str(),
+              memory_end.c_str());
   bool ok = stats.errors == 0 && stats.mismatches == 0 && drained && conns > 0 && ops > 0;
   ok = ok && fds_end <= fds_start;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
