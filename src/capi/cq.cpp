@@ -74,9 +74,11 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
   if (!parts_of(cq, parts) || wc == nullptr || num_entries < 1 ||
       (num_entries > 1 && num_entries_got == nullptr))
     return RPMA_E_INVAL;
-  auto polled = arpma::detail::poll_converted(*parts.provider, parts.queue->cq,
-                                              std::span(wc, static_cast<std::size_t>(num_entries)),
-                                              to_ibv_wc);
+  auto polled = arpma::detail::poll_converted(
+      *parts.provider, parts.queue->cq, std::span(wc, static_cast<std::size_t>(num_entries)),
+      // A lambda, not the function's address: the conversion inlines into the
+      // poll loop (a pointer cost rpma_cq_get_wc a third of its time).
+      [](const prov::work_completion& c) noexcept { return to_ibv_wc(c); });
   if (!polled) {
     ARPMA_LOG_FAILURE("poll cq", polled.error());
     return RPMA_E_PROVIDER;
