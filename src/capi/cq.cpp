@@ -41,8 +41,8 @@ bool parts_of(const rpma_cq* cq, cq_parts& out) {
   return out.queue->cq != nullptr;
 }
 
-ibv_wc to_ibv_wc(const prov::work_completion& wc) noexcept {
-  ibv_wc o{};
+void to_ibv_wc(const prov::work_completion& wc, ibv_wc& o) noexcept {
+  o = ibv_wc{};
   o.wr_id = wc.wr_id;
   o.status = static_cast<ibv_wc_status>(wc.status);
   o.opcode = static_cast<ibv_wc_opcode>(wc.opcode);
@@ -51,7 +51,6 @@ ibv_wc to_ibv_wc(const prov::work_completion& wc) noexcept {
   o.imm_data = htonl(wc.imm_data);  // ibv_wc carries it in network order
   o.qp_num = wc.qp_num;
   o.wc_flags = wc.with_imm ? IBV_WC_WITH_IMM : 0;
-  return o;
 }
 
 int rearm_error(const std::error_code& ec) { return ec ? RPMA_E_PROVIDER : 0; }
@@ -76,9 +75,7 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
     return RPMA_E_INVAL;
   auto polled = arpma::detail::poll_converted(
       *parts.provider, parts.queue->cq, std::span(wc, static_cast<std::size_t>(num_entries)),
-      // A lambda, not the function's address: the conversion inlines into the
-      // poll loop (a pointer cost rpma_cq_get_wc a third of its time).
-      [](const prov::work_completion& c) noexcept { return to_ibv_wc(c); });
+      [](const prov::work_completion& c, ibv_wc& o) noexcept { to_ibv_wc(c, o); });
   if (!polled) {
     ARPMA_LOG_FAILURE("poll cq", polled.error());
     return RPMA_E_PROVIDER;

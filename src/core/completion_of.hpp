@@ -44,14 +44,16 @@ result<std::size_t> poll_batches(provider::provider& p, provider::cq* cq, std::s
     const auto want = std::min(batch.size(), out.size() - got);
     auto polled = p.poll_cq(cq, std::span(batch.data(), want));
     if (!polled) return polled.error();
-    for (std::size_t i = 0; i < polled.value(); ++i) out[got++] = convert(batch[i]);
+    for (std::size_t i = 0; i < polled.value(); ++i) convert(batch[i], out[got++]);
     if (polled.value() < want) break;
   }
   return got;
 }
 
 /// Up to out.size() completions of `cq`, each converted by `convert`
-/// (work_completion -> Out); how many.
+/// (work_completion, Out&) in place; how many. In place, not returned: a
+/// struct built on the stack and copied out stalls store forwarding (perf:
+/// two thirds of rpma_cq_get_wc's samples).
 template <class Out, class Convert>
 result<std::size_t> poll_converted(provider::provider& p, provider::cq* cq, std::span<Out> out,
                                    Convert convert) {

@@ -98,9 +98,10 @@ class cq_wait final : public std::enable_shared_from_this<cq_wait>,
 };
 
 result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span<completion> out) {
-  return poll_converted(p, cq, out, [](const provider::work_completion& wc) noexcept {
-    return completion_of(wc, true);
-  });
+  return poll_converted(p, cq, out,
+                        [](const provider::work_completion& wc, completion& o) noexcept {
+                          o = completion_of(wc, true);
+                        });
 }
 
 }  // namespace
