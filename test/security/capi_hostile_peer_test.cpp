@@ -8,6 +8,7 @@
 #include <librpma.h>
 
 #include "support/raw_peer.hpp"
+#include "support/wait.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,6 +30,7 @@
 namespace {
 
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
+using arpma::test::eventually;
 
 // The soft provider, also where rdma-core would find a device.
 const bool soft_provider = [] { return ::setenv("ARPMA_PROVIDER", "soft", 1) == 0; }();
@@ -182,7 +184,12 @@ TEST(capi_hostile_peer, a_librpma_server_survives_every_attack_and_serves_the_ri
   std::vector<std::uint8_t> flood;
   const auto request = read_frame(server.rkey(), server.addr(), 4096);
   for (int i = 0; i < 3000; ++i) flood.insert(flood.end(), request.begin(), request.end());
+  const int served_before = server.served();
   ASSERT_TRUE(write_all(fd, flood));
+  // Not a byte read until the server has ended the link: an attacker that
+  // drains the responses as they come is answered in full (all 12 MB), which
+  // is no attack, and nothing would be refused.
+  EXPECT_TRUE(eventually([&] { return server.served() == served_before + 1; }));
   EXPECT_TRUE(closed_by_peer(fd));
   ::close(fd);
   EXPECT_EQ(legitimate_read(server, 0, 4096), before);  // 6

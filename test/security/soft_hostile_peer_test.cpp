@@ -356,7 +356,9 @@ TEST_F(soft_hostile_peer, read_requests_never_collected_are_refused_past_the_res
   std::vector<std::uint8_t> requests;
   for (int i = 0; i < 3000; ++i) requests.insert(requests.end(), request.begin(), request.end());
   ASSERT_TRUE(write_all(fd, requests));
-  std::this_thread::sleep_for(300ms);
+  // The server's own end of the link, before a byte is read: an attacker
+  // that drains as it goes is answered in full, and nothing is refused.
+  EXPECT_TRUE(next_of(cm_event_type::disconnected));
   const std::size_t grown = rss() > before ? rss() - before : 0;
   EXPECT_TRUE(closed_by_peer(fd));
   EXPECT_LT(grown, rss_slack * (std::size_t{32} << 20))
