@@ -153,7 +153,9 @@ std::vector<double> coawait_path(const arpma::peer& peer, const std::string& add
         if (busy) conn.set_busy_poll(std::chrono::microseconds(1000));
         for (int i = 0; i < warmup + samples; ++i) {
           const auto t0 = clock_type::now();
-          co_await conn.async_write(remote, 0, mr.value(), 0, message, asio::use_awaitable);
+          co_await conn.async_write(arpma::buffer(remote, 0, message).value(),
+                                    arpma::buffer(mr.value(), 0, message).value(),
+                                    asio::use_awaitable);
           if (i >= warmup)
             us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
         }

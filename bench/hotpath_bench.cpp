@@ -258,7 +258,8 @@ void post_write_cxx(benchmark::State& state) {
       state,
       [&s](int i) {
         const auto off = static_cast<std::size_t>(i) * message;
-        if (s.post_conn_.post_write(s.remote_, off, s.cxx_mr_, off, message,
+        if (s.post_conn_.post_write(arpma::buffer(s.remote_, off, message).value(),
+                                    arpma::buffer(s.cxx_mr_, off, message).value(),
                                     static_cast<std::uint64_t>(i)))
           check(RPMA_E_PROVIDER, "post_write");
       },
@@ -268,7 +269,7 @@ void post_write_cxx(benchmark::State& state) {
 void post_write_core(benchmark::State& state) {
   auto& s = soft();
   auto& conn = *arpma::detail::access::state(s.post_conn_);
-  const auto* mr = arpma::detail::state_of(s.cxx_mr_);
+  const auto* mr = arpma::detail::access::state(s.cxx_mr_);
   post_batches(
       state,
       [&](int i) {
@@ -293,7 +294,8 @@ void dispatch_completion(benchmark::State& state) {
     done = 0;
     for (int i = 0; i < batch; ++i) {
       const auto off = static_cast<std::size_t>(i) * message;
-      s.async_conn_.async_write(s.remote_, off, s.cxx_mr_, off, message,
+      s.async_conn_.async_write(arpma::buffer(s.remote_, off, message).value(),
+                                arpma::buffer(s.cxx_mr_, off, message).value(),
                                 [&](std::error_code ec, arpma::completion) {
                                   ++done;
                                   if (ec) ++failed;

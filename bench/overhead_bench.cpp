@@ -231,7 +231,7 @@ class raw_write {
  public:
   explicit raw_write(world& w) : w_(w), st_(arpma::detail::access::state(w.conn)) {
     wr_.opcode = arpma::provider::wr_opcode::rdma_write;
-    wr_.local = arpma::detail::state_of(*w.mr)->slice(0, message);
+    wr_.local = arpma::detail::access::state(*w.mr)->slice(0, message);
     wr_.remote_addr = w.remote->addr();
     wr_.rkey = w.remote->rkey();
   }
@@ -282,7 +282,9 @@ void cxx_post_poll(benchmark::State& state) {
   auto cq = w.conn.completion_queue();
   std::array<arpma::completion, 1> wc{};
   auto one = [&] {
-    check(w.conn.post_write(*w.remote, 0, *w.mr, 0, message, 1), "post_write");
+    check(w.conn.post_write(arpma::buffer(*w.remote, 0, message).value(),
+                            arpma::buffer(*w.mr, 0, message).value(), 1),
+          "post_write");
     while (cq.poll(wc).value() == 0) {
     }
   };
@@ -299,10 +301,14 @@ void coawait(benchmark::State& state, bool busy) {
       w.io,
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < warmup; ++i)
-          co_await w.conn.async_write(*w.remote, 0, *w.mr, 0, message, asio::use_awaitable);
+          co_await w.conn.async_write(arpma::buffer(*w.remote, 0, message).value(),
+                                      arpma::buffer(*w.mr, 0, message).value(),
+                                      asio::use_awaitable);
         const allocation_meter meter;
         while (state.KeepRunning())
-          co_await w.conn.async_write(*w.remote, 0, *w.mr, 0, message, asio::use_awaitable);
+          co_await w.conn.async_write(arpma::buffer(*w.remote, 0, message).value(),
+                                      arpma::buffer(*w.mr, 0, message).value(),
+                                      asio::use_awaitable);
         meter.report(state);
       },
       [](const std::exception_ptr& e) {
@@ -354,7 +360,8 @@ struct callback_loop {
   std::optional<allocation_meter> meter;
 
   void start() {
-    w.conn.async_write(*w.remote, 0, *w.mr, 0, message,
+    w.conn.async_write(arpma::buffer(*w.remote, 0, message).value(),
+                       arpma::buffer(*w.mr, 0, message).value(),
                        asio::bind_allocator(block_allocator<void>(&storage),
                                             [this](arpma::error_code ec, arpma::completion) {
                                               check(ec, "async_write");

@@ -168,7 +168,7 @@ int run_server(const options& opt, int control_write, int control_read) {
           const std::size_t slot = held.size() % (inbox.size() / message_size);
           held.push_back(std::make_unique<arpma::connection>(std::move(c)));
           held.back()->async_next_event([](std::error_code, arpma::conn_event) {});
-          held.back()->async_recv(inbox, slot * message_size, message_size,
+          held.back()->async_recv(arpma::buffer(inbox, slot * message_size, message_size).value(),
                                   [this](std::error_code ec3, arpma::completion) {
                                     if (!ec3) ++received;
                                   });
@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
   int send_failed = 0;
   const auto t2 = clock_type::now();
   for (auto& c : open)
-    c->async_send(outbox_mr, 0, message_size,
+    c->async_send(arpma::buffer(outbox_mr, 0, message_size).value(),
                   [&](std::error_code ec, arpma::completion) { ++(ec ? send_failed : sent); });
   run_until(
       io, [&] { return sent + send_failed == n; }, std::chrono::seconds(120));

@@ -7,6 +7,7 @@
 
 #include "../connection/common.hpp"
 
+#include <arpma/buffer.hpp>
 #include <arpma/conn_req.hpp>
 #include <arpma/connection.hpp>
 #include <arpma/endpoint.hpp>
@@ -253,10 +254,11 @@ class posted_recv {
   template <class Queue>
   void post(Queue& queue, const arpma::local_mr& mr, std::size_t offset, std::size_t len) {
     state_ = std::make_shared<state>(ex_);
-    queue.async_recv(mr, offset, len, [s = state_](std::error_code ec, arpma::completion c) {
-      s->got.emplace(ec, c);
-      s->wake.cancel();
-    });
+    queue.async_recv(arpma::buffer(mr, offset, len).value(),
+                     [s = state_](std::error_code ec, arpma::completion c) {
+                       s->got.emplace(ec, c);
+                       s->wake.cancel();
+                     });
   }
 
   // The receive's completion, or empty after printing why not.

@@ -1,6 +1,7 @@
 // arpma::connection: an RDMA connection and its events.
 #pragma once
 
+#include "arpma/buffer.hpp"
 #include "arpma/completion.hpp"
 #include "arpma/detail/access.hpp"
 #include "arpma/detail/wc_op.hpp"
@@ -61,21 +62,28 @@ struct data_op {
   std::optional<remote_mr> remote;
   std::size_t remote_offset = 0;
   std::size_t len = 0;
+  std::uint64_t remote_len = 0;  ///< must equal len when remote is set
   std::uint32_t imm = 0;
   flush_type flush = flush_type::visibility;
   std::array<char, 8> value{};
 };
-/// One operation between a local range and (when given) a remote one.
-inline data_op make_data_op(data_op::kind what, const local_mr_state* local,
-                            std::size_t local_offset, const remote_mr* remote,
-                            std::size_t remote_offset, std::size_t len) {
+/// One operation between a local slice and (when given) a remote one; both
+/// given, their lengths must match (post_data_op checks).
+inline data_op make_data_op(data_op::kind what, const local_buffer* local,
+                            const remote_buffer* remote) {
   data_op op;
   op.what = what;
-  op.local = local;
-  op.local_offset = local_offset;
-  if (remote != nullptr) op.remote = *remote;
-  op.remote_offset = remote_offset;
-  op.len = len;
+  if (local != nullptr) {
+    op.local = access::state(*local);
+    op.local_offset = local->offset();
+    op.len = local->size();
+  }
+  if (remote != nullptr) {
+    op.remote = remote->region();
+    op.remote_offset = remote->offset();
+    op.remote_len = remote->size();
+    if (local == nullptr) op.len = remote->size();
+  }
   return op;
 }
 using completion_handler = boost::asio::any_completion_handler<void(error_code, completion)>;
@@ -98,7 +106,6 @@ struct initiate_data_op {
     start_data_op(state, op, make_wc_op(std::forward<Handler>(handler), executor_of(state)));
   }
 };
-inline const local_mr_state* state_of(const local_mr& mr) noexcept { return access::state(mr); }
 using conn_event_handler = boost::asio::any_completion_handler<void(error_code, conn_event)>;
 using disconnect_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_next_event(conn_state* state, conn_event_handler handler);
@@ -192,12 +199,14 @@ class connection {
 
   // ---- data path ----------------------------------------------------------
   // Each operation posts one work request and completes when its own
-  // completion arrives: `void(arpma::error_code, arpma::completion)`. Errors:
-  // errc::invalid_argument (a range outside its region, an unaligned atomic
-  // write, a closed connection), errc::not_supported (a flush the region or
-  // the peer does not allow), the provider's errno when posting fails
-  // (ENOMEM: the queue is full), or the completion's status as wc_errc
-  // (rem_access_err, wr_flush_err after a disconnect, ...; all
+  // completion arrives: `void(arpma::error_code, arpma::completion)`. Its
+  // buffers are slices (arpma/buffer.hpp: arpma::buffer(mr, offset, length)
+  // or a whole region), checked for their range when they were made. Errors:
+  // errc::invalid_argument (a local and a remote slice of different lengths,
+  // an atomic write's slice not 8 aligned bytes, a closed connection), errc::not_supported (a flush
+  // the region or the peer does not allow), the provider's errno when posting fails (ENOMEM: the
+  // queue is full), or the completion's status as wc_errc (rem_access_err, wr_flush_err after a
+  // disconnect, ...; all
   // == errc::provider).
   //
   // Buffers: the local_mr must stay registered, and its memory untouched
@@ -210,92 +219,77 @@ class connection {
   // the buffer free. Closing or destroying the connection completes every
   // operation in flight with operation_aborted (its queue pair is gone).
 
-  /// RDMA read of [src_offset, +len) of `src` into [dst_offset, +len) of `dst`.
+  /// RDMA read of `src` into `dst` (slices of the same length).
   template <detail::data_token CompletionToken = default_token>
-  auto async_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
-                  std::size_t src_offset, std::size_t len,
+  auto async_read(const local_buffer& dst, const remote_buffer& src,
                   CompletionToken&& token = default_token()) {
-    const auto op = detail::make_data_op(detail::data_op::kind::read, detail::state_of(dst),
-                                         dst_offset, &src, src_offset, len);
-    return initiate(op, std::forward<CompletionToken>(token));
+    return initiate(detail::make_data_op(detail::data_op::kind::read, &dst, &src),
+                    std::forward<CompletionToken>(token));
   }
-  /// RDMA write of [src_offset, +len) of `src` to [dst_offset, +len) of `dst`.
+  /// RDMA write of `src` to `dst` (slices of the same length).
   template <detail::data_token CompletionToken = default_token>
-  auto async_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
-                   std::size_t src_offset, std::size_t len,
+  auto async_write(const remote_buffer& dst, const local_buffer& src,
                    CompletionToken&& token = default_token()) {
-    const auto op = detail::make_data_op(detail::data_op::kind::write, detail::state_of(src),
-                                         src_offset, &dst, dst_offset, len);
-    return initiate(op, std::forward<CompletionToken>(token));
+    return initiate(detail::make_data_op(detail::data_op::kind::write, &src, &dst),
+                    std::forward<CompletionToken>(token));
   }
   /// The same, consuming a receive at the peer that completes with `imm`.
   template <detail::data_token CompletionToken = default_token>
-  auto async_write_with_imm(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
-                            std::size_t src_offset, std::size_t len, std::uint32_t imm,
+  auto async_write_with_imm(const remote_buffer& dst, const local_buffer& src, std::uint32_t imm,
                             CompletionToken&& token = default_token()) {
-    auto op = detail::make_data_op(detail::data_op::kind::write_with_imm, detail::state_of(src),
-                                   src_offset, &dst, dst_offset, len);
+    auto op = detail::make_data_op(detail::data_op::kind::write_with_imm, &src, &dst);
     op.imm = imm;
     return initiate(op, std::forward<CompletionToken>(token));
   }
-  /// Writes 8 bytes as one unit to an 8-byte aligned offset of `dst`.
+  /// Writes 8 bytes as one unit to `dst`: 8 bytes at an 8-byte aligned offset.
   template <detail::data_token CompletionToken = default_token>
-  auto async_atomic_write(const remote_mr& dst, std::size_t dst_offset,
-                          const std::array<char, 8>& value,
+  auto async_atomic_write(const remote_buffer& dst, const std::array<char, 8>& value,
                           CompletionToken&& token = default_token()) {
-    auto op =
-        detail::make_data_op(detail::data_op::kind::atomic_write, nullptr, 0, &dst, dst_offset, 8);
+    auto op = detail::make_data_op(detail::data_op::kind::atomic_write, nullptr, &dst);
+    op.len = value.size();
     op.value = value;
     return initiate(op, std::forward<CompletionToken>(token));
   }
-  /// Completes once earlier writes to [dst_offset, +len) of `dst` are placed
-  /// (visibility) or persistent (persistent).
+  /// Completes once earlier writes to `dst` are placed (visibility) or
+  /// persistent (persistent).
   template <detail::data_token CompletionToken = default_token>
-  auto async_flush(const remote_mr& dst, std::size_t dst_offset, std::size_t len, flush_type type,
+  auto async_flush(const remote_buffer& dst, flush_type type,
                    CompletionToken&& token = default_token()) {
-    auto op = detail::make_data_op(detail::data_op::kind::flush, nullptr, 0, &dst, dst_offset, len);
+    auto op = detail::make_data_op(detail::data_op::kind::flush, nullptr, &dst);
     op.flush = type;
     return initiate(op, std::forward<CompletionToken>(token));
   }
-  /// A message from [offset, +len) of `src`; it consumes a receive at the peer.
+  /// A message of `src`; it consumes a receive at the peer.
   template <detail::data_token CompletionToken = default_token>
-  auto async_send(const local_mr& src, std::size_t offset, std::size_t len,
-                  CompletionToken&& token = default_token()) {
-    const auto op = detail::make_data_op(detail::data_op::kind::send, detail::state_of(src), offset,
-                                         nullptr, 0, len);
-    return initiate(op, std::forward<CompletionToken>(token));
+  auto async_send(const local_buffer& src, CompletionToken&& token = default_token()) {
+    return initiate(detail::make_data_op(detail::data_op::kind::send, &src, nullptr),
+                    std::forward<CompletionToken>(token));
   }
   template <detail::data_token CompletionToken = default_token>
-  auto async_send_with_imm(const local_mr& src, std::size_t offset, std::size_t len,
-                           std::uint32_t imm, CompletionToken&& token = default_token()) {
-    auto op = detail::make_data_op(detail::data_op::kind::send_with_imm, detail::state_of(src),
-                                   offset, nullptr, 0, len);
+  auto async_send_with_imm(const local_buffer& src, std::uint32_t imm,
+                           CompletionToken&& token = default_token()) {
+    auto op = detail::make_data_op(detail::data_op::kind::send_with_imm, &src, nullptr);
     op.imm = imm;
     return initiate(op, std::forward<CompletionToken>(token));
   }
-  /// Receives the peer's next message (or write with immediate) into
-  /// [offset, +len) of `dst`; completion.byte_len says how much arrived.
+  /// Receives the peer's next message (or write with immediate) into `dst`;
+  /// completion.byte_len says how much arrived.
   template <detail::data_token CompletionToken = default_token>
-  auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                  CompletionToken&& token = default_token()) {
-    const auto op = detail::make_data_op(detail::data_op::kind::recv, detail::state_of(dst), offset,
-                                         nullptr, 0, len);
-    return initiate(op, std::forward<CompletionToken>(token));
+  auto async_recv(const local_buffer& dst, CompletionToken&& token = default_token()) {
+    return initiate(detail::make_data_op(detail::data_op::kind::recv, &dst, nullptr),
+                    std::forward<CompletionToken>(token));
   }
 
   // ---- posting without waiting (completions through completion_queue()) ----
   /// Post one work request with `wr_id` and return; its completion (if
   /// `signaled`, or on error) is the program's to poll from completion_queue().
-  std::error_code post_write(const remote_mr& dst, std::size_t dst_offset, const local_mr& src,
-                             std::size_t src_offset, std::size_t len, std::uint64_t wr_id,
+  /// The errors of the async_* operations that posting can give.
+  std::error_code post_write(const remote_buffer& dst, const local_buffer& src, std::uint64_t wr_id,
                              bool signaled = true);
-  std::error_code post_read(const local_mr& dst, std::size_t dst_offset, const remote_mr& src,
-                            std::size_t src_offset, std::size_t len, std::uint64_t wr_id,
+  std::error_code post_read(const local_buffer& dst, const remote_buffer& src, std::uint64_t wr_id,
                             bool signaled = true);
-  std::error_code post_send(const local_mr& src, std::size_t offset, std::size_t len,
-                            std::uint64_t wr_id, bool signaled = true);
-  std::error_code post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                            std::uint64_t wr_id);
+  std::error_code post_send(const local_buffer& src, std::uint64_t wr_id, bool signaled = true);
+  std::error_code post_recv(const local_buffer& dst, std::uint64_t wr_id);
 
   /// The CQ (or, with `receive`, the receive CQ; empty when there is none)
   /// for programs that poll completions themselves (include arpma/cq.hpp).

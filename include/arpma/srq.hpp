@@ -2,6 +2,7 @@
 // an optional receive CQ of its own (librpma's rpma_srq).
 #pragma once
 
+#include "arpma/buffer.hpp"
 #include "arpma/conn_cfg.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/cq.hpp"
@@ -87,20 +88,18 @@ class srq {
     return detail::srq_executor(state_.get());
   }
 
-  /// Posts one receive into [offset, offset + len) of `dst`; `wr_id` comes
-  /// back in its completion. Errors: errc::invalid_argument (an empty srq
-  /// or region, a range outside the region), the provider's error (e.g.
-  /// ENOMEM when the queue is full).
-  std::error_code post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                            std::uint64_t wr_id);
+  /// Posts one receive into `dst`; `wr_id` comes back in its completion.
+  /// Errors: errc::invalid_argument (an empty srq or slice), the provider's
+  /// error (e.g. ENOMEM when the queue is full).
+  std::error_code post_recv(const local_buffer& dst, std::uint64_t wr_id);
 
-  /// Posts one receive into [offset, +len) of `dst`; completes when *its*
+  /// Posts one receive into `dst`; completes when *its*
   /// completion comes out of the SRQ's RCQ — whichever connection the message
   /// arrived on: completion.qp_num names it (connection::qp_num).
   ///
   /// Completion signature: `void(arpma::error_code, arpma::completion)`.
   /// Errors: errc::invalid_argument (an empty srq, one made without an
-  /// executor, a range outside `dst`), errc::not_supported (no RCQ: the
+  /// executor, an empty slice), errc::not_supported (no RCQ: the
   /// receive would complete on a connection's CQ — use post_recv and that
   /// connection's completion_queue()), the provider's post error, the wc
   /// status as arpma::wc_errc, asio::error::operation_aborted when the SRQ
@@ -111,10 +110,10 @@ class srq {
   /// even after a cancellation; the operation then completes with
   /// operation_aborted when that happens, not at once.
   template <detail::data_token CompletionToken = default_token>
-  auto async_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                  CompletionToken&& token = default_token()) {
+  auto async_recv(const local_buffer& dst, CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, detail::completion_signature>(
-        detail::initiate_srq_recv{state_.get()}, token, detail::access::state(dst), offset, len);
+        detail::initiate_srq_recv{state_.get()}, token, detail::access::state(dst), dst.offset(),
+        dst.size());
   }
 
   /// The SRQ's RCQ, for programs that take the receives' completions

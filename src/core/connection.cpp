@@ -176,33 +176,25 @@ std::error_code post_now(detail::conn_state* state, const detail::data_op& op, s
 
 }  // namespace
 
-std::error_code connection::post_write(const remote_mr& dst, std::size_t dst_offset,
-                                       const local_mr& src, std::size_t src_offset, std::size_t len,
+std::error_code connection::post_write(const remote_buffer& dst, const local_buffer& src,
                                        std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::write, detail::access::state(src),
-                                       src_offset, &dst, dst_offset, len);
+  const auto op = detail::make_data_op(detail::data_op::kind::write, &src, &dst);
   return post_now(state_.get(), op, wr_id, signaled);
 }
 
-std::error_code connection::post_read(const local_mr& dst, std::size_t dst_offset,
-                                      const remote_mr& src, std::size_t src_offset, std::size_t len,
+std::error_code connection::post_read(const local_buffer& dst, const remote_buffer& src,
                                       std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::read, detail::access::state(dst),
-                                       dst_offset, &src, src_offset, len);
+  const auto op = detail::make_data_op(detail::data_op::kind::read, &dst, &src);
   return post_now(state_.get(), op, wr_id, signaled);
 }
 
-std::error_code connection::post_send(const local_mr& src, std::size_t offset, std::size_t len,
-                                      std::uint64_t wr_id, bool signaled) {
-  const auto op = detail::make_data_op(detail::data_op::kind::send, detail::access::state(src),
-                                       offset, nullptr, 0, len);
+std::error_code connection::post_send(const local_buffer& src, std::uint64_t wr_id, bool signaled) {
+  const auto op = detail::make_data_op(detail::data_op::kind::send, &src, nullptr);
   return post_now(state_.get(), op, wr_id, signaled);
 }
 
-std::error_code connection::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                                      std::uint64_t wr_id) {
-  const auto op = detail::make_data_op(detail::data_op::kind::recv, detail::access::state(dst),
-                                       offset, nullptr, 0, len);
+std::error_code connection::post_recv(const local_buffer& dst, std::uint64_t wr_id) {
+  const auto op = detail::make_data_op(detail::data_op::kind::recv, &dst, nullptr);
   return post_now(state_.get(), op, wr_id, true);
 }
 

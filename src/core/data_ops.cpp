@@ -15,6 +15,7 @@ std::error_code post_data_op(conn_state& st, const data_op& op, std::uint64_t wr
   const post_options opts{signaled, wr_id};
   using k = data_op::kind;
   const remote_mr* remote = op.remote ? &*op.remote : nullptr;
+  if (remote != nullptr && op.remote_len != op.len) return make_error_code(errc::invalid_argument);
   switch (op.what) {
     case k::read:
       return post_read(st, op.local, op.local_offset, remote, op.remote_offset, op.len, opts);

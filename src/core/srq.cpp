@@ -29,11 +29,10 @@ srq::srq(srq&&) noexcept = default;
 srq& srq::operator=(srq&&) noexcept = default;
 srq::~srq() = default;
 
-std::error_code srq::post_recv(const local_mr& dst, std::size_t offset, std::size_t len,
-                               std::uint64_t wr_id) {
+std::error_code srq::post_recv(const local_buffer& dst, std::uint64_t wr_id) {
   if (!state_ || detail::access::state(dst) == nullptr)
     return make_error_code(errc::invalid_argument);
-  return state_->post_recv(detail::access::state(dst), offset, len, wr_id);
+  return state_->post_recv(detail::access::state(dst), dst.offset(), dst.size(), wr_id);
 }
 
 cq srq::completion_queue() const noexcept {

@@ -87,7 +87,9 @@ class data_path_alloc : public ::testing::Test {
           [&]() -> asio::awaitable<void> {
             for (int i = 0; i <= warm + counted; ++i) {
               mark(i);
-              co_await conn.async_write(*remote, 0, *mr, 0, message, asio::use_awaitable);
+              co_await conn.async_write(arpma::buffer(*remote, 0, message).value(),
+                                        arpma::buffer(*mr, 0, message).value(),
+                                        asio::use_awaitable);
               ++done;
             }
           },
@@ -128,7 +130,8 @@ TEST_F(data_path_alloc, callbacks_take_their_storage_from_the_handlers_allocator
       return;
     }
     ++i;
-    conn.async_write(*remote, 0, *mr, 0, message,
+    conn.async_write(arpma::buffer(*remote, 0, message).value(),
+                     arpma::buffer(*mr, 0, message).value(),
                      asio::bind_allocator(block_allocator<void>(&block),
                                           [&](arpma::error_code ec, arpma::completion) {
                                             EXPECT_FALSE(ec) << ec.message();
@@ -205,7 +208,9 @@ TEST(data_path_alloc_soft, co_await_async_write_on_the_soft_provider_allocates_n
         for (int i = 0; i <= warm + counted; ++i) {
           if (i == warm) before = arpma::test::thread_allocations();
           if (i == warm + counted) after = arpma::test::thread_allocations();
-          co_await pair.client.async_write(remote, 0, src, 0, message, asio::use_awaitable);
+          co_await pair.client.async_write(arpma::buffer(remote, 0, message).value(),
+                                           arpma::buffer(src, 0, message).value(),
+                                           asio::use_awaitable);
           ++done;
         }
       },

@@ -110,20 +110,23 @@ class completion_channel_cxx : public ::testing::Test {
       std::memset(client_memory.data() + i * slot, 0, slot);
       std::memcpy(client_memory.data() + i * slot, text.data(), text.size());
       auto& client = pairs[i].client;
-      pairs[i].server.async_recv(
-          server_mr, i * slot, slot, [&, i](std::error_code ec, arpma::completion c) {
-            EXPECT_FALSE(ec) << ec.message();
-            EXPECT_EQ(c.qp_num, pairs[i].server.qp_num()) << "on the connection that posted it";
-            received[i].assign(server_memory.data() + i * slot, c.byte_len);
-            ++done;
-          });
+      pairs[i].server.async_recv(arpma::buffer(server_mr, i * slot, slot).value(),
+                                 [&, i](std::error_code ec, arpma::completion c) {
+                                   EXPECT_FALSE(ec) << ec.message();
+                                   EXPECT_EQ(c.qp_num, pairs[i].server.qp_num())
+                                       << "on the connection that posted it";
+                                   received[i].assign(server_memory.data() + i * slot, c.byte_len);
+                                   ++done;
+                                 });
       client.async_write(
-          remote, i * slot, client_mr, i * slot, slot,
+          arpma::buffer(remote, i * slot, slot).value(),
+          arpma::buffer(client_mr, i * slot, slot).value(),
           [&, i, remote](std::error_code ec, arpma::completion) {
             EXPECT_FALSE(ec) << ec.message();
             std::memset(client_memory.data() + i * slot, 0, slot);  // read back over it
             pairs[i].client.async_read(
-                client_mr, i * slot, remote, i * slot, slot,
+                arpma::buffer(client_mr, i * slot, slot).value(),
+                arpma::buffer(remote, i * slot, slot).value(),
                 [&, i](std::error_code ec2, arpma::completion) {
                   EXPECT_FALSE(ec2) << ec2.message();
                   EXPECT_EQ(std::string(client_memory.data() + i * slot),
@@ -131,7 +134,7 @@ class completion_channel_cxx : public ::testing::Test {
                   // The receive slot on the server is the one just read: send after.
                   const std::string msg = "hello from " + std::to_string(i);
                   std::memcpy(client_memory.data() + i * slot, msg.data(), msg.size());
-                  pairs[i].client.async_send(client_mr, i * slot, msg.size(),
+                  pairs[i].client.async_send(arpma::buffer(client_mr, i * slot, msg.size()).value(),
                                              [&](std::error_code ec3, arpma::completion) {
                                                EXPECT_FALSE(ec3) << ec3.message();
                                                ++done;
@@ -183,7 +186,7 @@ TEST_F(completion_channel_cxx, closing_a_connection_with_a_pending_receive_lets_
   std::vector<connected_pair> pairs;
   for (int i = 0; i < 2; ++i) pairs.push_back(connect());
   std::optional<arpma::error_code> aborted;
-  pairs[0].server.async_recv(server_mr, 0, slot,
+  pairs[0].server.async_recv(arpma::buffer(server_mr, 0, slot).value(),
                              [&](arpma::error_code ec, arpma::completion) { aborted = ec; });
   io.restart();
   io.poll();  // the receive is posted and the channel's fd watched
@@ -224,7 +227,7 @@ TEST_F(completion_channel_cxx, a_peer_gone_fails_the_receives_pending_on_the_cha
   std::vector<connected_pair> pairs;
   for (int i = 0; i < 3; ++i) pairs.push_back(connect());
   std::optional<std::error_code> lost;
-  pairs[1].server.async_recv(server_mr, 0, slot,
+  pairs[1].server.async_recv(arpma::buffer(server_mr, 0, slot).value(),
                              [&](std::error_code ec, arpma::completion) { lost = ec; });
   bool closed = false;
   pairs[1].client.async_disconnect([&](std::error_code) { closed = true; });

@@ -108,15 +108,16 @@ class cq_integration : public ::testing::Test {
 TEST_F(cq_integration, posted_work_completes_on_the_cq_the_program_polls) {
   connect();
   std::memcpy(client_memory.data(), "raw cq", 7);
-  ASSERT_FALSE(client.post_write(remote, 16, client_mr, 0, 7, 11));
+  ASSERT_FALSE(client.post_write(arpma::buffer(remote, 16, 7).value(),
+                                 arpma::buffer(client_mr, 0, 7).value(), 11));
   auto wc = next(client.completion_queue());
   EXPECT_EQ(wc.wr_id, 11U);
   EXPECT_FALSE(wc.status) << wc.status.message();
   EXPECT_EQ(wc.opcode, arpma::wc_opcode::rdma_write);
   EXPECT_FALSE(wc.imm);
 
-  ASSERT_FALSE(server.post_recv(server_mr, 1024, 64, 21));
-  ASSERT_FALSE(client.post_send(client_mr, 0, 7, 12));
+  ASSERT_FALSE(server.post_recv(arpma::buffer(server_mr, 1024, 64).value(), 21));
+  ASSERT_FALSE(client.post_send(arpma::buffer(client_mr, 0, 7).value(), 12));
   EXPECT_EQ(next(client.completion_queue()).wr_id, 12U);
   wc = next(server.completion_queue());
   EXPECT_EQ(wc.wr_id, 21U);
@@ -125,12 +126,16 @@ TEST_F(cq_integration, posted_work_completes_on_the_cq_the_program_polls) {
   EXPECT_STREQ(server_memory.data() + 1024, "raw cq");
   EXPECT_STREQ(server_memory.data() + 16, "raw cq");
   EXPECT_FALSE(client.completion_queue(true)) << "no receive CQ without rcq_size";
-  EXPECT_EQ(client.post_write(remote, 4090, client_mr, 0, 8, 1), arpma::errc::invalid_argument);
+  EXPECT_EQ(arpma::buffer(remote, 4090, 8).error(), arpma::errc::invalid_argument);
+  EXPECT_EQ(client.post_write(arpma::buffer(remote, 0, 8).value(),
+                              arpma::buffer(client_mr, 0, 7).value(), 1),
+            arpma::errc::invalid_argument)
+      << "slices of different lengths";
 }
 
 TEST_F(cq_integration, a_failed_completion_reports_its_status_as_a_wc_errc) {
   connect();
-  ASSERT_FALSE(server.post_recv(server_mr, 0, 64, 31));
+  ASSERT_FALSE(server.post_recv(arpma::buffer(server_mr, 0, 64).value(), 31));
   bool disconnected = false;
   server.async_disconnect([&](std::error_code) { disconnected = true; });
   ASSERT_TRUE(run_until([&] { return disconnected; })) << "timed out";

@@ -124,25 +124,30 @@ TEST_F(datapath, every_operation_as_an_awaitable) {
         auto p = co_await connect();
         const char hello[] = "hello over RDMA";
         std::memcpy(client_memory.data(), hello, sizeof hello);
-        auto w = co_await p.client.async_write(p.remote, 64, client_mr, 0, sizeof hello,
+        auto w = co_await p.client.async_write(arpma::buffer(p.remote, 64, sizeof hello).value(),
+                                               arpma::buffer(client_mr, 0, sizeof hello).value(),
                                                asio::use_awaitable);
         EXPECT_EQ(w.opcode, arpma::wc_opcode::rdma_write);
-        co_await p.client.async_flush(p.remote, 64, sizeof hello, arpma::flush_type::visibility,
-                                      asio::use_awaitable);
+        co_await p.client.async_flush(arpma::buffer(p.remote, 64, sizeof hello).value(),
+                                      arpma::flush_type::visibility, asio::use_awaitable);
         EXPECT_EQ(std::memcmp(server_memory.data() + 64, hello, sizeof hello), 0);
-        auto r = co_await p.client.async_read(client_mr, 4096, p.remote, 64, sizeof hello,
+        auto r = co_await p.client.async_read(arpma::buffer(client_mr, 4096, sizeof hello).value(),
+                                              arpma::buffer(p.remote, 64, sizeof hello).value(),
                                               asio::use_awaitable);
         EXPECT_EQ(r.opcode, arpma::wc_opcode::rdma_read);
         EXPECT_EQ(std::memcmp(client_memory.data() + 4096, hello, sizeof hello), 0);
-        co_await p.client.async_atomic_write(p.remote, 8, {'0', '1', '2', '3', '4', '5', '6', '7'},
+        co_await p.client.async_atomic_write(arpma::buffer(p.remote, 8, 8).value(),
+                                             {'0', '1', '2', '3', '4', '5', '6', '7'},
                                              asio::use_awaitable);
-        co_await p.client.async_flush(p.remote, 8, 8, arpma::flush_type::visibility,
-                                      asio::use_awaitable);
+        co_await p.client.async_flush(arpma::buffer(p.remote, 8, 8).value(),
+                                      arpma::flush_type::visibility, asio::use_awaitable);
         EXPECT_EQ(std::memcmp(server_memory.data() + 8, "01234567", 8), 0);
 
         // Messages: the server's receives are posted first, then the sends.
-        auto recv1 = p.server.async_recv(server_mr, 8192, 64, asio::deferred);
-        auto recv2 = p.server.async_recv(server_mr, 8192 + 64, 64, asio::deferred);
+        auto recv1 =
+            p.server.async_recv(arpma::buffer(server_mr, 8192, 64).value(), asio::deferred);
+        auto recv2 =
+            p.server.async_recv(arpma::buffer(server_mr, 8192 + 64, 64).value(), asio::deferred);
         std::optional<arpma::completion> got1, got2;
         std::move(recv1)([&](std::error_code ec, arpma::completion c) {
           EXPECT_FALSE(ec) << ec.message();
@@ -152,8 +157,9 @@ TEST_F(datapath, every_operation_as_an_awaitable) {
           EXPECT_FALSE(ec) << ec.message();
           got2 = c;
         });
-        co_await p.client.async_send(client_mr, 0, 6, asio::use_awaitable);
-        co_await p.client.async_send_with_imm(client_mr, 0, 6, 0xfeed, asio::use_awaitable);
+        co_await p.client.async_send(arpma::buffer(client_mr, 0, 6).value(), asio::use_awaitable);
+        co_await p.client.async_send_with_imm(arpma::buffer(client_mr, 0, 6).value(), 0xfeed,
+                                              asio::use_awaitable);
         while (!got1 || !got2) {
           asio::steady_timer t(io, 1ms);
           co_await t.async_wait(asio::use_awaitable);
@@ -169,11 +175,13 @@ TEST_F(datapath, every_operation_as_an_awaitable) {
         // starts an operation only when awaited: the receive is posted
         // through a plain handler first.)
         std::optional<arpma::completion> c3;
-        p.server.async_recv(server_mr, 0, 0, [&](std::error_code ec, arpma::completion c) {
-          EXPECT_FALSE(ec) << ec.message();
-          c3 = c;
-        });
-        co_await p.client.async_write_with_imm(p.remote, 100, client_mr, 0, 5, 7,
+        p.server.async_recv(arpma::buffer(server_mr, 0, 0).value(),
+                            [&](std::error_code ec, arpma::completion c) {
+                              EXPECT_FALSE(ec) << ec.message();
+                              c3 = c;
+                            });
+        co_await p.client.async_write_with_imm(arpma::buffer(p.remote, 100, 5).value(),
+                                               arpma::buffer(client_mr, 0, 5).value(), 7,
                                                asio::use_awaitable);
         while (!c3) {
           asio::steady_timer t(io, 1ms);
@@ -195,13 +203,22 @@ TEST_F(datapath, errors_before_and_after_the_wire) {
       [&]() -> asio::awaitable<void> {
         auto p = co_await connect();
         const auto tok = asio::as_tuple(asio::use_awaitable);
-        auto [range_ec, c1] =
-            co_await p.client.async_write(p.remote, region - 4, client_mr, 0, 8, tok);
-        EXPECT_EQ(range_ec, arpma::errc::invalid_argument);
-        auto [align_ec, c2] = co_await p.client.async_atomic_write(p.remote, 4, {}, tok);
+        // A range leaving its region has no slice; slices of different
+        // lengths are refused by the operation.
+        EXPECT_EQ(arpma::buffer(p.remote, region - 4, 8).error(), arpma::errc::invalid_argument);
+        EXPECT_EQ(arpma::buffer(client_mr, 1, client_mr.size()).error(),
+                  arpma::errc::invalid_argument);
+        auto [length_ec, c1] = co_await p.client.async_write(
+            arpma::buffer(p.remote, 0, 8).value(), arpma::buffer(client_mr, 0, 7).value(), tok);
+        EXPECT_EQ(length_ec, arpma::errc::invalid_argument);
+        auto [align_ec, c2] =
+            co_await p.client.async_atomic_write(arpma::buffer(p.remote, 4, 8).value(), {}, tok);
         EXPECT_EQ(align_ec, arpma::errc::invalid_argument);
-        auto [persist_ec, c3] =
-            co_await p.client.async_flush(p.remote, 0, 8, arpma::flush_type::persistent, tok);
+        auto [short_ec, c5] =
+            co_await p.client.async_atomic_write(arpma::buffer(p.remote, 8, 4).value(), {}, tok);
+        EXPECT_EQ(short_ec, arpma::errc::invalid_argument) << "an atomic write is 8 bytes";
+        auto [persist_ec, c3] = co_await p.client.async_flush(arpma::buffer(p.remote, 0, 8).value(),
+                                                              arpma::flush_type::persistent, tok);
         EXPECT_EQ(persist_ec, arpma::errc::not_supported);
         // A region of the right shape but a key the server never issued.
         auto desc = p.remote.descriptor();
@@ -209,7 +226,8 @@ TEST_F(datapath, errors_before_and_after_the_wire) {
         desc[17] ^= 0xa5;
         const auto forged = arpma::remote_mr::from_descriptor(desc).value();
         const auto before = server_memory;
-        auto [access_ec, c4] = co_await p.client.async_write(forged, 0, client_mr, 0, 8, tok);
+        auto [access_ec, c4] = co_await p.client.async_write(
+            arpma::buffer(forged, 0, 8).value(), arpma::buffer(client_mr, 0, 8).value(), tok);
         EXPECT_EQ(access_ec, arpma::wc_errc::rem_access_err) << access_ec.message();
         EXPECT_EQ(access_ec, arpma::errc::provider);
         EXPECT_EQ(server_memory, before);
@@ -243,8 +261,9 @@ TEST_F(datapath, many_operations_in_flight_on_many_connections) {
     for (int i = 0; i < depth; ++i) {
       const auto slot = static_cast<std::size_t>(c * depth + i);
       pairs[static_cast<std::size_t>(c)].client.async_write(
-          pairs[static_cast<std::size_t>(c)].remote, (slot % 1024) * 64, client_mr,
-          (slot % 1024) * 64, 64, [&, slot](std::error_code ec, arpma::completion) {
+          arpma::buffer(pairs[static_cast<std::size_t>(c)].remote, (slot % 1024) * 64, 64).value(),
+          arpma::buffer(client_mr, (slot % 1024) * 64, 64).value(),
+          [&, slot](std::error_code ec, arpma::completion) {
             if (ec) ++failed;
             ++completions[slot];
           });
@@ -273,19 +292,23 @@ TEST_F(datapath, busy_poll_and_fd_modes_agree) {
           p.server.set_busy_poll(budget);
           for (int i = 0; i < 100; ++i) {
             std::memset(client_memory.data(), 'a' + (i % 26), 64);
-            co_await p.client.async_write(p.remote, static_cast<std::size_t>(i) * 64, client_mr, 0,
-                                          64, asio::use_awaitable);
+            co_await p.client.async_write(
+                arpma::buffer(p.remote, static_cast<std::size_t>(i) * 64, 64).value(),
+                arpma::buffer(client_mr, 0, 64).value(), asio::use_awaitable);
             std::optional<arpma::completion> c;
-            p.server.async_recv(server_mr, 32768, 8,
+            p.server.async_recv(arpma::buffer(server_mr, 32768, 8).value(),
                                 [&](std::error_code, arpma::completion got) { c = got; });
-            co_await p.client.async_send(client_mr, 0, 8, asio::use_awaitable);
+            co_await p.client.async_send(arpma::buffer(client_mr, 0, 8).value(),
+                                         asio::use_awaitable);
             while (!c) {
               asio::steady_timer t(io, 0ms);
               co_await t.async_wait(asio::use_awaitable);
             }
             seen.push_back(static_cast<char>(c->byte_len));
           }
-          co_await p.client.async_read(client_mr, 0, p.remote, 0, 6400, asio::use_awaitable);
+          co_await p.client.async_read(arpma::buffer(client_mr, 0, 6400).value(),
+                                       arpma::buffer(p.remote, 0, 6400).value(),
+                                       asio::use_awaitable);
           seen.insert(seen.end(), client_memory.begin(), client_memory.begin() + 6400);
           co_await p.client.async_disconnect(asio::use_awaitable);
           done = true;
@@ -314,7 +337,7 @@ TEST_F(datapath, a_cancelled_receive_ends_only_when_the_provider_returns_it) {
       rethrow);
   ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
   p.server.async_recv(
-      server_mr, 0, 64,
+      arpma::buffer(server_mr, 0, 64).value(),
       asio::bind_cancellation_slot(cancel.slot(),
                                    [&](std::error_code ec, arpma::completion) { outcome = ec; }));
   io.restart();
@@ -324,10 +347,11 @@ TEST_F(datapath, a_cancelled_receive_ends_only_when_the_provider_returns_it) {
   io.run_for(50ms);
   EXPECT_FALSE(outcome) << "the receive is still posted: its buffer is not free yet";
   bool sent = false;
-  p.client.async_send(client_mr, 0, 8, [&](std::error_code ec, arpma::completion) {
-    EXPECT_FALSE(ec);
-    sent = true;
-  });
+  p.client.async_send(arpma::buffer(client_mr, 0, 8).value(),
+                      [&](std::error_code ec, arpma::completion) {
+                        EXPECT_FALSE(ec);
+                        sent = true;
+                      });
   ASSERT_TRUE(run_until([&] { return sent && outcome.has_value(); })) << "timed out";
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
@@ -348,12 +372,14 @@ TEST_F(datapath, a_send_completes_even_when_the_receiver_disconnects_at_once) {
     ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
     std::optional<std::error_code> sent;
     bool received = false;
-    p.server.async_recv(server_mr, 0, 64, [&](std::error_code ec, arpma::completion) {
-      EXPECT_FALSE(ec);
-      received = true;
-      EXPECT_FALSE(p.server.disconnect());
-    });
-    p.client.async_send(client_mr, 0, 8, [&](std::error_code ec, arpma::completion) { sent = ec; });
+    p.server.async_recv(arpma::buffer(server_mr, 0, 64).value(),
+                        [&](std::error_code ec, arpma::completion) {
+                          EXPECT_FALSE(ec);
+                          received = true;
+                          EXPECT_FALSE(p.server.disconnect());
+                        });
+    p.client.async_send(arpma::buffer(client_mr, 0, 8).value(),
+                        [&](std::error_code ec, arpma::completion) { sent = ec; });
     ASSERT_TRUE(run_until([&] { return received && sent.has_value(); })) << "timed out";
     ASSERT_FALSE(*sent) << "round " << round << ": " << sent->message();
   }
@@ -371,7 +397,7 @@ TEST_F(datapath, closing_a_connection_ends_what_is_in_flight) {
       },
       rethrow);
   ASSERT_TRUE(run_until([&] { return ready; })) << "timed out";
-  p.server.async_recv(server_mr, 0, 64,
+  p.server.async_recv(arpma::buffer(server_mr, 0, 64).value(),
                       [&](std::error_code ec, arpma::completion) { outcome = ec; });
   io.restart();
   io.run_for(20ms);

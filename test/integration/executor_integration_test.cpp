@@ -93,7 +93,8 @@ TEST_F(executor_integration, a_handler_runs_on_its_own_executor_which_counts_the
   std::atomic<bool> ran{false};
   std::atomic<bool> on_other{false};
   std::atomic<bool> ran_before_run_returned{false};
-  pair.client.async_write(remote, 0, src, 0, slot,
+  pair.client.async_write(arpma::buffer(remote, 0, slot).value(),
+                          arpma::buffer(src, 0, slot).value(),
                           asio::bind_executor(other, [&](arpma::error_code ec, arpma::completion) {
                             EXPECT_FALSE(ec) << ec.message();
                             on_other = other.get_executor().running_in_this_thread();
@@ -156,9 +157,11 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
       }
       raw->mine[0] = static_cast<char>(i);
       raw->pair.client.async_write(
-          *raw->remote, 0, *raw->src, 0, slot, [&, raw, step, i](arpma::error_code ec, auto) {
+          arpma::buffer(*raw->remote, 0, slot).value(), arpma::buffer(*raw->src, 0, slot).value(),
+          [&, raw, step, i](arpma::error_code ec, auto) {
             if (ec || !raw->strand->running_in_this_thread()) raw->off_strand = true;
-            raw->pair.client.async_read(*raw->src, 0, *raw->remote, 0, slot,
+            raw->pair.client.async_read(arpma::buffer(*raw->src, 0, slot).value(),
+                                        arpma::buffer(*raw->remote, 0, slot).value(),
                                         [&, raw, step, i](arpma::error_code ec2, auto) {
                                           if (ec2 || !raw->strand->running_in_this_thread())
                                             raw->off_strand = true;
@@ -241,8 +244,9 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_whole_life) 
           auto src =
               arpma::local_mr::reg(*peer, mine[i].data(), slot, arpma::mr_usage::write_src).value();
           for (int w = 0; w < writes; ++w) {
-            co_await conn.async_write(remote, static_cast<std::size_t>(i) * slot, src, 0, slot,
-                                      asio::use_awaitable);
+            co_await conn.async_write(
+                arpma::buffer(remote, static_cast<std::size_t>(i) * slot, slot).value(),
+                arpma::buffer(src, 0, slot).value(), asio::use_awaitable);
             check(strand);
           }
           co_await conn.async_disconnect(asio::use_awaitable);

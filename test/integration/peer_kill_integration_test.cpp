@@ -163,7 +163,7 @@ struct writer {
   }
   void next(int slot) {
     const std::size_t off = static_cast<std::size_t>(slot) * 4096;
-    conn.async_write(remote, off, mr, off, 4096,
+    conn.async_write(arpma::buffer(remote, off, 4096).value(), arpma::buffer(mr, off, 4096).value(),
                      [this, slot](std::error_code ec, arpma::completion) {
                        if (ec) return;
                        if (++done == 64) tell(fd, 'H');
@@ -263,7 +263,8 @@ int child_server(phase ph, int fd) {
   }
   // transfer: the client writes and reads; receives wait for its sends.
   for (std::size_t i = 0; i < 4; ++i)
-    conn.async_recv(mr.value(), 60000 + i * 64, 64, [](std::error_code, arpma::completion) {});
+    conn.async_recv(arpma::buffer(mr.value(), 60000 + i * 64, 64).value(),
+                    [](std::error_code, arpma::completion) {});
   tell(fd, 'H');
   (void)arpma::test::run_until(
       io, [] { return false; }, 30s);  // killed long before
@@ -488,11 +489,13 @@ class peer_kill : public ::testing::TestWithParam<phase> {
     for (std::size_t i = 0; i < 4096; ++i) client_memory[i] = static_cast<char>(i * 7 + rounds);
     ++rounds;
     auto [wec, w] = wait_for<arpma::completion>(io, [&](auto h) {
-      client.async_write(remote.value(), 0, client_mr, 0, 4096, std::move(h));
+      client.async_write(arpma::buffer(remote.value(), 0, 4096).value(),
+                         arpma::buffer(client_mr, 0, 4096).value(), std::move(h));
     });
     EXPECT_FALSE(wec) << wec.message();
     auto [rec, r] = wait_for<arpma::completion>(io, [&](auto h) {
-      client.async_read(client_mr, 8192, remote.value(), 0, 4096, std::move(h));
+      client.async_read(arpma::buffer(client_mr, 8192, 4096).value(),
+                        arpma::buffer(remote.value(), 0, 4096).value(), std::move(h));
     });
     EXPECT_FALSE(rec) << rec.message();
     EXPECT_EQ(std::memcmp(client_memory.data(), server_memory.data(), 4096), 0);
@@ -641,9 +644,11 @@ outcome peer_kill::client_killed(phase ph) {
   // transfer: the child writes into server_memory; the server keeps receives
   // posted and reads from the child's memory, 4 at a time.
   in_flight ops;
-  for (std::size_t i = 0; i < 4; ++i) conn.async_recv(server_mr, 60000 + i * 64, 64, ops.handler());
+  for (std::size_t i = 0; i < 4; ++i)
+    conn.async_recv(arpma::buffer(server_mr, 60000 + i * 64, 64).value(), ops.handler());
   std::function<void(std::size_t)> read = [&](std::size_t slot) {
-    conn.async_read(server_mr, 32768 + slot * 4096, client_mr_remote.value(), slot * 4096, 4096,
+    conn.async_read(arpma::buffer(server_mr, 32768 + slot * 4096, 4096).value(),
+                    arpma::buffer(client_mr_remote.value(), slot * 4096, 4096).value(),
                     ops.handler([&read, slot] { read(slot); }));
   };
   for (std::size_t i = 0; i < 4; ++i) read(i);
@@ -749,13 +754,16 @@ outcome peer_kill::server_killed(phase ph) {
   EXPECT_TRUE(remote);
   if (!remote) return o;
   in_flight ops;
-  for (std::size_t i = 0; i < 4; ++i) conn.async_recv(client_mr, 60000 + i * 64, 64, ops.handler());
+  for (std::size_t i = 0; i < 4; ++i)
+    conn.async_recv(arpma::buffer(client_mr, 60000 + i * 64, 64).value(), ops.handler());
   std::function<void(std::size_t)> write = [&](std::size_t slot) {
-    conn.async_write(remote.value(), slot * 4096, client_mr, slot * 4096, 4096,
+    conn.async_write(arpma::buffer(remote.value(), slot * 4096, 4096).value(),
+                     arpma::buffer(client_mr, slot * 4096, 4096).value(),
                      ops.handler([&write, slot] { write(slot); }));
   };
   std::function<void(std::size_t)> read = [&](std::size_t slot) {
-    conn.async_read(client_mr, 32768 + slot * 4096, remote.value(), slot * 4096, 4096,
+    conn.async_read(arpma::buffer(client_mr, 32768 + slot * 4096, 4096).value(),
+                    arpma::buffer(remote.value(), slot * 4096, 4096).value(),
                     ops.handler([&read, slot] { read(slot); }));
   };
   for (std::size_t i = 0; i < 4; ++i) {

@@ -96,7 +96,8 @@ const std::vector<pending_case>& cases() {
   static const std::vector<pending_case> all = {
       {"connection_async_recv",
        [](objects& o, const done_fn& d) {
-         o.pair.client.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
+         o.pair.client.async_recv(arpma::buffer(*o.mr, 0, 64).value(),
+                                  o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.pair.client.close(); }, always},
       {"connection_async_next_event",
@@ -116,7 +117,8 @@ const std::vector<pending_case>& cases() {
        [](objects& o) { (void)o.pair.client.close(); }, always},
       {"srq_async_recv",
        [](objects& o, const done_fn& d) {
-         o.srq.async_recv(*o.mr, 0, 64, o.bind([d](arpma::error_code ec, auto) { d(ec); }));
+         o.srq.async_recv(arpma::buffer(*o.mr, 0, 64).value(),
+                          o.bind([d](arpma::error_code ec, auto) { d(ec); }));
        },
        [](objects& o) { (void)o.srq.close(); }, always},
       {"srq_cq_async_wait",

@@ -75,7 +75,7 @@ class srq_cxx : public ::testing::Test {
   void send_from(arpma::connection& client, std::size_t index, const std::string& text) {
     std::memcpy(client_memory.data() + index * slot, text.data(), text.size());
     bool sent = false;
-    client.async_send(client_mr, index * slot, text.size(),
+    client.async_send(arpma::buffer(client_mr, index * slot, text.size()).value(),
                       [&](std::error_code ec, arpma::completion) {
                         EXPECT_FALSE(ec) << ec.message();
                         sent = true;
@@ -102,10 +102,11 @@ TEST_F(srq_cxx, receives_from_every_connection_complete_on_the_srq_rcq) {
   // All receives posted before any message, on the SRQ rather than a connection.
   std::vector<std::optional<arpma::completion>> got(n);
   for (std::size_t i = 0; i < n; ++i)
-    shared.async_recv(server_mr, i * slot, slot, [&, i](std::error_code ec, arpma::completion c) {
-      EXPECT_FALSE(ec) << ec.message();
-      got[i] = c;
-    });
+    shared.async_recv(arpma::buffer(server_mr, i * slot, slot).value(),
+                      [&, i](std::error_code ec, arpma::completion c) {
+                        EXPECT_FALSE(ec) << ec.message();
+                        got[i] = c;
+                      });
   for (std::size_t i = 0; i < n; ++i)
     send_from(pairs[i].client, i, "message from client " + std::to_string(i));
   ASSERT_TRUE(run_until([&] {
@@ -133,7 +134,7 @@ TEST_F(srq_cxx, raw_completions_through_the_srq_completion_queue) {
   auto p = connect();
   auto rcq = shared.completion_queue();
   ASSERT_TRUE(rcq);
-  ASSERT_FALSE(shared.post_recv(server_mr, 0, slot, 77));
+  ASSERT_FALSE(shared.post_recv(arpma::buffer(server_mr, 0, slot).value(), 77));
   send_from(p.client, 0, "raw");
 
   std::vector<arpma::completion> wcs(4);
@@ -166,7 +167,7 @@ TEST_F(srq_cxx, a_cancelled_receive_completes_aborted_once_its_buffer_is_consume
   asio::cancellation_signal cancel;
   std::optional<arpma::error_code> first;
   shared.async_recv(
-      server_mr, 0, slot,
+      arpma::buffer(server_mr, 0, slot).value(),
       asio::bind_cancellation_slot(cancel.slot(),
                                    [&](arpma::error_code ec, arpma::completion) { first = ec; }));
   cancel.emit(asio::cancellation_type::terminal);
@@ -181,10 +182,11 @@ TEST_F(srq_cxx, a_cancelled_receive_completes_aborted_once_its_buffer_is_consume
 
   // The next receive gets the next message.
   std::optional<arpma::completion> second;
-  shared.async_recv(server_mr, slot, slot, [&](std::error_code ec, arpma::completion c) {
-    EXPECT_FALSE(ec) << ec.message();
-    second = c;
-  });
+  shared.async_recv(arpma::buffer(server_mr, slot, slot).value(),
+                    [&](std::error_code ec, arpma::completion c) {
+                      EXPECT_FALSE(ec) << ec.message();
+                      second = c;
+                    });
   send_from(p.client, 1, "second");
   ASSERT_TRUE(run_until([&] { return second.has_value(); })) << "timed out";
   EXPECT_EQ(std::string(server_memory.data() + slot, second->byte_len), "second");
@@ -192,7 +194,7 @@ TEST_F(srq_cxx, a_cancelled_receive_completes_aborted_once_its_buffer_is_consume
 
 TEST_F(srq_cxx, pending_receives_are_aborted_when_the_srq_goes) {
   std::optional<arpma::error_code> result;
-  shared.async_recv(server_mr, 0, slot,
+  shared.async_recv(arpma::buffer(server_mr, 0, slot).value(),
                     [&](arpma::error_code ec, arpma::completion) { result = ec; });
   io.restart();
   io.run_for(20ms);
@@ -215,30 +217,30 @@ struct handed_over {
   [[nodiscard]] bool ready() const { return done.load(std::memory_order_acquire); }
 };
 
-TEST_F(srq_cxx, async_recv_needs_an_executor_an_rcq_and_a_range_inside_the_region) {
-  auto expect_error = [&](arpma::srq& q, std::size_t offset, std::size_t len, arpma::errc want) {
+TEST_F(srq_cxx, async_recv_needs_an_executor_an_rcq_and_a_slice_of_a_region) {
+  const auto first = arpma::buffer(server_mr, 0, slot).value();
+  auto expect_error = [&](arpma::srq& q, const arpma::local_buffer& dst, arpma::errc want) {
     handed_over result;
-    q.async_recv(server_mr, offset, len,
-                 [&](std::error_code ec, arpma::completion) { result.set(ec); });
+    q.async_recv(dst, [&](std::error_code ec, arpma::completion) { result.set(ec); });
     ASSERT_TRUE(run_until([&] { return result.ready(); })) << "timed out";
     EXPECT_EQ(result.ec, want) << result.ec.message();
   };
   auto no_rcq = arpma::srq::create(io.get_executor(), *peer, {.rcq_size = 0});
   ASSERT_TRUE(no_rcq);
-  expect_error(no_rcq.value(), 0, slot, arpma::errc::not_supported);
+  expect_error(no_rcq.value(), first, arpma::errc::not_supported);
   EXPECT_FALSE(no_rcq.value().completion_queue());
 
   auto no_executor = arpma::srq::create(*peer, {});
   ASSERT_TRUE(no_executor);
-  expect_error(no_executor.value(), 0, slot, arpma::errc::invalid_argument);
+  expect_error(no_executor.value(), first, arpma::errc::invalid_argument);
   handed_over waited;
   no_executor.value().completion_queue().async_wait([&](std::error_code ec) { waited.set(ec); });
   ASSERT_TRUE(run_until([&] { return waited.ready(); })) << "timed out";
   EXPECT_EQ(waited.ec, arpma::errc::invalid_argument);
 
-  expect_error(shared, region - 8, slot, arpma::errc::invalid_argument);
+  EXPECT_EQ(arpma::buffer(server_mr, region - 8, slot).error(), arpma::errc::invalid_argument);
   arpma::srq empty;
-  expect_error(empty, 0, slot, arpma::errc::invalid_argument);
+  expect_error(empty, first, arpma::errc::invalid_argument);
   EXPECT_EQ(arpma::srq::create(asio::any_io_executor{}, *peer, {}).error(),
             arpma::errc::invalid_argument);
 }

@@ -104,13 +104,13 @@ asio::awaitable<int> exchange(asio::strand<asio::io_context::executor_type> stra
     int failed = 0;
     for (int i = 0; i < ops; ++i) {
       const auto at = base + static_cast<std::size_t>(i) * 64;
-      client.async_write(remote.value(), at, c.value(), at, 64,
-                         asio::bind_executor(strand, [&](std::error_code ec, arpma::completion) {
-                           ++(ec ? failed : completed);
-                         }));
+      client.async_write(
+          arpma::buffer(remote.value(), at, 64).value(), arpma::buffer(c.value(), at, 64).value(),
+          asio::bind_executor(
+              strand, [&](std::error_code ec, arpma::completion) { ++(ec ? failed : completed); }));
     }
     std::optional<arpma::completion> received;
-    server->async_recv(s.value(), 60000, 8,
+    server->async_recv(arpma::buffer(s.value(), 60000, 8).value(),
                        asio::bind_executor(strand, [&](std::error_code ec, arpma::completion got) {
                          EXPECT_FALSE(ec);
                          received = got;
@@ -120,10 +120,11 @@ asio::awaitable<int> exchange(asio::strand<asio::io_context::executor_type> stra
       co_await t.async_wait(asio::use_awaitable);
     }
     EXPECT_EQ(failed, 0);
-    co_await client.async_read(c.value(), 32768 + base, remote.value(), base,
-                               static_cast<std::size_t>(ops) * 64,
-                               asio::bind_executor(strand, asio::use_awaitable));
-    co_await client.async_send(c.value(), base, 8,
+    co_await client.async_read(
+        arpma::buffer(c.value(), 32768 + base, static_cast<std::size_t>(ops) * 64).value(),
+        arpma::buffer(remote.value(), base, static_cast<std::size_t>(ops) * 64).value(),
+        asio::bind_executor(strand, asio::use_awaitable));
+    co_await client.async_send(arpma::buffer(c.value(), base, 8).value(),
                                asio::bind_executor(strand, asio::use_awaitable));
     while (!received) {
       asio::steady_timer t(strand, 1ms);

@@ -260,7 +260,7 @@ void session::start(arpma::conn_req req) {
 }
 
 void session::post(int slot) {
-  conn_.async_recv(mr_, static_cast<std::size_t>(slot) * msg_size, msg_size,
+  conn_.async_recv(arpma::buffer(mr_, static_cast<std::size_t>(slot) * msg_size, msg_size).value(),
                    [self = shared_from_this(), slot](std::error_code ec, arpma::completion c) {
                      if (ec) {
                        if (!ended_by_close(ec)) error("server: recv", ec);
@@ -286,7 +286,7 @@ void session::on_message(int slot, std::uint32_t len) {
   const std::size_t answer = server_recvs * msg_size;
   std::memcpy(buf_.data() + answer, &sum, sizeof sum);
   if (!closing_) post(slot);
-  conn_.async_send(mr_, answer, sizeof sum,
+  conn_.async_send(arpma::buffer(mr_, answer, sizeof sum).value(),
                    [self = shared_from_this()](std::error_code ec, arpma::completion) {
                      if (ec && !ended_by_close(ec)) error("server: send", ec);
                    });
@@ -332,12 +332,14 @@ asio::awaitable<bool> one_op(client& c, arpma::connection& conn, const arpma::re
     const std::size_t off = uniform<std::size_t>(c.rng, 0, slice / 8 - 1) * 8;
     std::array<char, 8> value{};
     for (auto& b : value) b = static_cast<char>(c.rng());
-    auto [e1, w] = co_await conn.async_atomic_write(remote, base + off, value, tok);
+    auto [e1, w] =
+        co_await conn.async_atomic_write(arpma::buffer(remote, base + off, 8).value(), value, tok);
     if (e1) co_return failed("atomic_write", e1);
-    auto [e2, f] =
-        co_await conn.async_flush(remote, base + off, 8, arpma::flush_type::visibility, tok);
+    auto [e2, f] = co_await conn.async_flush(arpma::buffer(remote, base + off, 8).value(),
+                                             arpma::flush_type::visibility, tok);
     if (e2) co_return failed("flush", e2);
-    auto [e3, r] = co_await conn.async_read(c.mr, slice, remote, base + off, 8, tok);
+    auto [e3, r] = co_await conn.async_read(arpma::buffer(c.mr, slice, 8).value(),
+                                            arpma::buffer(remote, base + off, 8).value(), tok);
     if (e3) co_return failed("read", e3);
     if (std::memcmp(value.data(), c.local.data() + slice, 8) != 0)
       mismatch("atomic write", c.index, off, 8);
@@ -349,12 +351,14 @@ asio::awaitable<bool> one_op(client& c, arpma::connection& conn, const arpma::re
   const auto off = uniform<std::size_t>(c.rng, 0, slice - len);
   for (std::size_t i = 0; i < len; ++i) c.local[i] = static_cast<char>(c.rng());
   const std::uint64_t sum = checksum(c.local.data(), len);
-  auto [e1, w] = co_await conn.async_write(remote, base + off, c.mr, 0, len, tok);
+  auto [e1, w] = co_await conn.async_write(arpma::buffer(remote, base + off, len).value(),
+                                           arpma::buffer(c.mr, 0, len).value(), tok);
   if (e1) co_return failed("write", e1);
   stats.bytes += len;
   if (kind == 0) {  // read it back
     std::memset(c.local.data() + slice, 0, len);
-    auto [e2, r] = co_await conn.async_read(c.mr, slice, remote, base + off, len, tok);
+    auto [e2, r] = co_await conn.async_read(arpma::buffer(c.mr, slice, len).value(),
+                                            arpma::buffer(remote, base + off, len).value(), tok);
     if (e2) co_return failed("read", e2);
     if (checksum(c.local.data() + slice, len) != sum)
       mismatch("read back", c.index, off, static_cast<std::uint32_t>(len));
@@ -370,9 +374,9 @@ asio::awaitable<bool> one_op(client& c, arpma::connection& conn, const arpma::re
   // The answer's receive may outlive this frame (a failed send, then close):
   // its result lives as long as its handler.
   auto answer = std::make_shared<std::optional<std::pair<std::error_code, arpma::completion>>>();
-  conn.async_recv(c.mr, in, msg_size,
+  conn.async_recv(arpma::buffer(c.mr, in, msg_size).value(),
                   [answer](std::error_code ec, arpma::completion x) { answer->emplace(ec, x); });
-  auto [e2, s] = co_await conn.async_send(c.mr, out, sizeof m, tok);
+  auto [e2, s] = co_await conn.async_send(arpma::buffer(c.mr, out, sizeof m).value(), tok);
   if (e2) co_return failed("send", e2);
   const auto limit = clock_type::now() + 10s;
   while (!*answer && clock_type::now() < limit) {
@@ -402,7 +406,7 @@ asio::awaitable<void> end_connection(client& c, arpma::connection& conn) {
     const std::size_t out = 2 * slice;
     const message m{'D', 0, 0};
     std::memcpy(c.local.data() + out, &m, sizeof m);
-    auto [e1, s] = co_await conn.async_send(c.mr, out, sizeof m, tok);
+    auto [e1, s] = co_await conn.async_send(arpma::buffer(c.mr, out, sizeof m).value(), tok);
     if (e1) error("send D", e1);
     auto [e2, ev] = co_await conn.async_next_event(tok);
     if (e2 || ev != arpma::conn_event::closed) error("server's disconnect", e2);

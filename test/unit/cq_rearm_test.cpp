@@ -109,7 +109,8 @@ class cq_rearm : public ::testing::Test {
   /// One 8-byte write from the client; its outcome.
   std::error_code write_once() {
     std::optional<std::error_code> outcome;
-    client.async_write(server_region, 0, client_mr, 0, 8,
+    client.async_write(arpma::buffer(server_region, 0, 8).value(),
+                       arpma::buffer(client_mr, 0, 8).value(),
                        [&](std::error_code ec, arpma::completion) { outcome = ec; });
     EXPECT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
     return outcome.value_or(std::make_error_code(std::errc::timed_out));

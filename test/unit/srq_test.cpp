@@ -100,12 +100,12 @@ TEST_F(srq_test, an_empty_peer_or_srq_is_an_invalid_argument) {
   arpma::srq empty;
   EXPECT_FALSE(empty);
   EXPECT_FALSE(empty.has_rcq());
-  EXPECT_EQ(empty.post_recv(arpma::local_mr{}, 0, 0, 1), arpma::errc::invalid_argument);
+  EXPECT_EQ(empty.post_recv(arpma::local_buffer{}, 1), arpma::errc::invalid_argument);
   EXPECT_FALSE(empty.close());
 
   auto made = arpma::srq::create(*peer);
   ASSERT_TRUE(made);
-  EXPECT_EQ(made.value().post_recv(arpma::local_mr{}, 0, 0, 1), arpma::errc::invalid_argument)
+  EXPECT_EQ(made.value().post_recv(arpma::local_buffer{}, 1), arpma::errc::invalid_argument)
       << "an empty region";
   arpma::srq other = std::move(made).value();
   EXPECT_TRUE(other);
@@ -154,12 +154,15 @@ TEST(srq_soft, post_recv_checks_ranges_and_fills_the_queue) {
   ASSERT_TRUE(s) << s.error().message();
   auto& q = s.value();
   EXPECT_TRUE(q.has_rcq());
-  EXPECT_EQ(q.post_recv(mr.value(), 120, 16, 1), arpma::errc::invalid_argument);
-  EXPECT_EQ(q.post_recv(mr.value(), 129, 0, 1), arpma::errc::invalid_argument);
-  EXPECT_EQ(q.post_recv(mr.value(), SIZE_MAX, 2, 1), arpma::errc::invalid_argument);
-  EXPECT_FALSE(q.post_recv(mr.value(), 0, 64, 1));
-  EXPECT_FALSE(q.post_recv(mr.value(), 64, 64, 2));
-  EXPECT_EQ(q.post_recv(mr.value(), 0, 8, 3), std::errc::not_enough_memory) << "full";
+  // A range leaving the region has no slice to post.
+  EXPECT_EQ(arpma::buffer(mr.value(), 120, 16).error(), arpma::errc::invalid_argument);
+  EXPECT_EQ(arpma::buffer(mr.value(), 129, 0).error(), arpma::errc::invalid_argument);
+  EXPECT_EQ(arpma::buffer(mr.value(), SIZE_MAX, 2).error(), arpma::errc::invalid_argument);
+  EXPECT_EQ(q.post_recv(arpma::local_buffer{}, 1), arpma::errc::invalid_argument);
+  EXPECT_FALSE(q.post_recv(arpma::buffer(mr.value(), 0, 64).value(), 1));
+  EXPECT_FALSE(q.post_recv(arpma::buffer(mr.value(), 64, 64).value(), 2));
+  EXPECT_EQ(q.post_recv(arpma::buffer(mr.value(), 0, 8).value(), 3), std::errc::not_enough_memory)
+      << "full";
   EXPECT_FALSE(q.close());
   EXPECT_FALSE(mr.value().dereg());
   EXPECT_FALSE(p.value().close());

@@ -28,8 +28,9 @@ asio::awaitable<std::error_code> both(First first, Second second) {
 // Send lat: a receive for the echo, then the send; the server sends the message back.
 asio::awaitable<std::error_code> ping(link& l, std::size_t size) {
   auto [order, rec, got, sec, sent] =
-      co_await ex::make_parallel_group(l.conn.async_recv(l.mr, l.max_size, size, asio::deferred),
-                                       l.conn.async_send(l.mr, 0, size, asio::deferred))
+      co_await ex::make_parallel_group(
+          l.conn.async_recv(arpma::buffer(l.mr, l.max_size, size).value(), asio::deferred),
+          l.conn.async_send(arpma::buffer(l.mr, 0, size).value(), asio::deferred))
           .async_wait(ex::wait_for_all(), asio::use_awaitable);
   if (sec) co_return sec;
   if (rec) co_return rec;
@@ -69,25 +70,33 @@ asio::awaitable<std::error_code> one_op(link& l, const options& o, std::size_t s
   const std::size_t at = remote_offset(l, size, slot);
   switch (o.op) {
     case op_kind::write: {
-      auto [ec, c] = co_await l.conn.async_write(l.remote, at, l.mr, 0, size, awaitable_tuple);
+      auto [ec, c] =
+          co_await l.conn.async_write(arpma::buffer(l.remote, at, size).value(),
+                                      arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
       co_return ec;
     }
     case op_kind::read: {
-      auto [ec, c] = co_await l.conn.async_read(l.mr, 0, l.remote, at, size, awaitable_tuple);
+      auto [ec, c] =
+          co_await l.conn.async_read(arpma::buffer(l.mr, 0, size).value(),
+                                     arpma::buffer(l.remote, at, size).value(), awaitable_tuple);
       co_return ec;
     }
     case op_kind::atomic_write: {
       const std::array<char, 8> value{'a', 'r', 'p', 'm', 'a', 'p', 'r', 'f'};
-      auto [ec, c] = co_await l.conn.async_atomic_write(l.remote, at, value, awaitable_tuple);
+      auto [ec, c] = co_await l.conn.async_atomic_write(arpma::buffer(l.remote, at, 8).value(),
+                                                        value, awaitable_tuple);
       co_return ec;
     }
     case op_kind::flush:
       co_return co_await both(
-          l.conn.async_write(l.remote, at, l.mr, 0, size, asio::deferred),
-          l.conn.async_flush(l.remote, at, size, arpma::flush_type::visibility, asio::deferred));
+          l.conn.async_write(arpma::buffer(l.remote, at, size).value(),
+                             arpma::buffer(l.mr, 0, size).value(), asio::deferred),
+          l.conn.async_flush(arpma::buffer(l.remote, at, size).value(),
+                             arpma::flush_type::visibility, asio::deferred));
     case op_kind::send: {
       if (o.test == test_kind::lat) co_return co_await ping(l, size);
-      auto [ec, c] = co_await l.conn.async_send(l.mr, 0, size, awaitable_tuple);
+      auto [ec, c] =
+          co_await l.conn.async_send(arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
       co_return ec;
     }
   }

@@ -194,10 +194,11 @@ asio::awaitable<void> server::serve_connection(arpma::connection& conn, const he
 asio::awaitable<void> server::receiver(arpma::connection& conn, const arpma::local_mr& mr,
                                        std::size_t max, bool echo) {
   for (;;) {
-    auto [ec, got] = co_await conn.async_recv(mr, 0, max, awaitable_tuple);
+    auto [ec, got] = co_await conn.async_recv(arpma::buffer(mr, 0, max).value(), awaitable_tuple);
     if (ec) co_return;  // the connection is closing
     if (!echo) continue;
-    auto [sec, sent] = co_await conn.async_send(mr, max, got.byte_len, awaitable_tuple);
+    auto [sec, sent] =
+        co_await conn.async_send(arpma::buffer(mr, max, got.byte_len).value(), awaitable_tuple);
     if (sec) co_return;
   }
 }

@@ -36,8 +36,15 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
   const auto log = example::server_region(who, conn);
   if (!log) co_return false;
 
+  // Slices are checked when made: the log's first 8 bytes hold its tail.
+  const auto tail_slot = arpma::buffer(*log, 0, 8);
+  if (!tail_slot) {
+    std::printf("client: the log is too small to hold its tail\n");
+    co_return false;
+  }
+  const arpma::local_buffer tail_copy = arpma::buffer(mr, 0, 8).value();  // inside buf
   if (!co_await example::step(who, "reading the tail", dl, [&](auto token) {
-        return conn.async_read(mr, 0, *log, 0, 8, token);
+        return conn.async_read(tail_copy, tail_slot.value(), token);
       }))
     co_return false;
   std::uint64_t tail = 0;
@@ -48,16 +55,18 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     char* record = &buf[64 * static_cast<std::size_t>(i)];
     const int n = std::snprintf(record, 64, "record %d of %d", i, records);
     const std::size_t len = static_cast<std::size_t>(n) + 1;  // with its NUL
-    if (tail + len > log->size()) {
+    const auto slot = arpma::buffer(*log, tail, len);         // the tail is the server's word
+    if (!slot) {
       std::printf("client: the log is full\n");
       co_return false;
     }
+    const auto source = arpma::buffer(mr, 64 * static_cast<std::size_t>(i), len).value();
     if (!co_await example::step(who, "writing the record", dl, [&](auto token) {
-          return conn.async_write(*log, tail, mr, 64 * static_cast<std::size_t>(i), len, token);
+          return conn.async_write(slot.value(), source, token);
         }))
       co_return false;
     if (!co_await example::step(who, "flushing the record", dl, [&](auto token) {
-          return conn.async_flush(*log, tail, len, arpma::flush_type::visibility, token);
+          return conn.async_flush(slot.value(), arpma::flush_type::visibility, token);
         }))
       co_return false;
 
@@ -65,11 +74,11 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     std::array<char, 8> value{};
     std::memcpy(value.data(), &new_tail, sizeof new_tail);
     if (!co_await example::step(who, "writing the tail", dl, [&](auto token) {
-          return conn.async_atomic_write(*log, 0, value, token);
+          return conn.async_atomic_write(tail_slot.value(), value, token);
         }))
       co_return false;
     if (!co_await example::step(who, "flushing the tail", dl, [&](auto token) {
-          return conn.async_flush(*log, 0, 8, arpma::flush_type::visibility, token);
+          return conn.async_flush(tail_slot.value(), arpma::flush_type::visibility, token);
         }))
       co_return false;
     std::printf("client: appended \"%s\" at offset %llu, tail advanced to %llu\n", record,

@@ -77,19 +77,25 @@ asio::awaitable<bool> one_connection(std::shared_ptr<shared> s, const arpma::pee
     co_return false;
   }
 
-  const std::size_t base = static_cast<std::size_t>(slot) * mc::slot_size;
+  // The slot is the server's word: a slice of its region, checked here.
+  const auto target =
+      arpma::buffer(remote.value(), static_cast<std::size_t>(slot) * mc::slot_size, mc::slot_size);
+  if (!target) {
+    std::printf("%s: slot %d is outside the server's region\n", who, slot);
+    co_return false;
+  }
   for (int j = 0; j < mc::messages; ++j) {
     const std::size_t at = static_cast<std::size_t>(j) * mc::message_size;
     const int n = std::snprintf(&buf[at], mc::message_size, "connection %d, message %d", id, j + 1);
+    const std::size_t len = static_cast<std::size_t>(n) + 1;  // with its NUL
     if (!co_await example::step(who, "writing", dl, [&](auto token) {
-          return conn.async_write(remote.value(), base + at, mr, at,
-                                  static_cast<std::size_t>(n) + 1, token);
+          return conn.async_write(target.value().slice(at, len).value(),
+                                  arpma::buffer(mr, at, len).value(), token);
         }))
       co_return false;
   }
   if (!co_await example::step(who, "flushing", dl, [&](auto token) {
-        return conn.async_flush(remote.value(), base, mc::slot_size, arpma::flush_type::visibility,
-                                token);
+        return conn.async_flush(target.value(), arpma::flush_type::visibility, token);
       }))
     co_return false;
   std::printf("%s: wrote %d messages into slot %d and flushed them\n", who, mc::messages, slot);

@@ -72,7 +72,7 @@ class client {
   void round() {
     ++round_;
     sent_ = got_ = false;
-    conn_.async_recv(mr_, pp::client_recv_offset, pp::message_max,
+    conn_.async_recv(arpma::buffer(mr_, pp::client_recv_offset, pp::message_max).value(),
                      dl_.arm(quiet_limit, [this](std::error_code ec, arpma::completion) {
                        dl_.disarm();
                        if (ec) return fail("waiting for the pong", ec, dl_);
@@ -104,12 +104,14 @@ class client {
       next();
     });
     if (round_ == pp::send_with_imm_round)
-      conn_.async_send_with_imm(mr_, pp::ping_offset, len, imm, std::move(on_sent));
+      conn_.async_send_with_imm(arpma::buffer(mr_, pp::ping_offset, len).value(), imm,
+                                std::move(on_sent));
     else if (round_ == pp::write_with_imm_round)
-      conn_.async_write_with_imm(*remote_, pp::write_offset, mr_, pp::ping_offset, len, imm,
+      conn_.async_write_with_imm(arpma::buffer(*remote_, pp::write_offset, len).value(),
+                                 arpma::buffer(mr_, pp::ping_offset, len).value(), imm,
                                  std::move(on_sent));
     else
-      conn_.async_send(mr_, pp::ping_offset, len, std::move(on_sent));
+      conn_.async_send(arpma::buffer(mr_, pp::ping_offset, len).value(), std::move(on_sent));
   }
 
   // After each completion of a round: the next round once both are in.

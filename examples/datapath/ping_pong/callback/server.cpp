@@ -53,7 +53,7 @@ class server {
   // The receive for the next ping: a plain handler, so it is posted now.
   // Only its wait is bounded (the deadline armed here).
   void post_recv() {
-    conn_.async_recv(mr_, pp::recv_offset, pp::message_max,
+    conn_.async_recv(arpma::buffer(mr_, pp::recv_offset, pp::message_max).value(),
                      dl_.arm(quiet_limit, [this](std::error_code ec, arpma::completion c) {
                        dl_.disarm();
                        if (ec) return fail("waiting for a ping", ec);
@@ -87,7 +87,7 @@ class server {
     // The next receive first: the client's next ping follows this pong. A
     // deadline bounds one operation at a time, so the send has its own.
     if (round_ < pp::rounds) post_recv();
-    conn_.async_send(mr_, pp::pong_offset, static_cast<std::size_t>(n) + 1,
+    conn_.async_send(arpma::buffer(mr_, pp::pong_offset, static_cast<std::size_t>(n) + 1).value(),
                      send_dl_.arm(quiet_limit, [this](std::error_code ec, arpma::completion) {
                        send_dl_.disarm();
                        if (ec) return fail("sending the pong", ec, send_dl_);

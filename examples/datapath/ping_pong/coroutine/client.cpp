@@ -48,17 +48,19 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     if (i == pp::send_with_imm_round) {
       way = "send_with_imm, immediate data";
       sent = co_await example::step(who, "sending the ping", dl, [&](auto token) {
-        return conn.async_send_with_imm(mr, pp::ping_offset, len, imm, token);
+        return conn.async_send_with_imm(arpma::buffer(mr, pp::ping_offset, len).value(), imm,
+                                        token);
       });
     } else if (i == pp::write_with_imm_round) {
       way = "write_with_imm into the server's region, immediate data";
       sent = co_await example::step(who, "writing the ping", dl, [&](auto token) {
-        return conn.async_write_with_imm(*remote, pp::write_offset, mr, pp::ping_offset, len, imm,
+        return conn.async_write_with_imm(arpma::buffer(*remote, pp::write_offset, len).value(),
+                                         arpma::buffer(mr, pp::ping_offset, len).value(), imm,
                                          token);
       });
     } else {
       sent = co_await example::step(who, "sending the ping", dl, [&](auto token) {
-        return conn.async_send(mr, pp::ping_offset, len, token);
+        return conn.async_send(arpma::buffer(mr, pp::ping_offset, len).value(), token);
       });
     }
     if (!sent) co_return false;

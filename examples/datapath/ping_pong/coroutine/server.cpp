@@ -56,7 +56,8 @@ asio::awaitable<bool> pong(const arpma::local_mr& mr, std::array<char, pp::serve
     if (i < pp::rounds) next.post(conn, mr, pp::recv_offset, pp::message_max);
     const int n = std::snprintf(&memory[pp::pong_offset], pp::message_max, "pong %d", i);
     if (!co_await example::step(who, "sending the pong", dl, [&](auto token) {
-          return conn.async_send(mr, pp::pong_offset, static_cast<std::size_t>(n) + 1, token);
+          return conn.async_send(
+              arpma::buffer(mr, pp::pong_offset, static_cast<std::size_t>(n) + 1).value(), token);
         }))
       co_return false;
     std::printf("server: sent \"%s\"\n", &memory[pp::pong_offset]);

@@ -63,7 +63,7 @@ class client {
     if (!remote) return fail("decoding the region", {});
     const std::size_t len = std::min<std::size_t>(buf_.size(), remote->size());
     std::printf("client: reading %zu bytes from offset 0 of the server's region\n", len);
-    conn_.async_read(mr_, 0, *remote, 0, len,
+    conn_.async_read(arpma::buffer(mr_, 0, len).value(), arpma::buffer(*remote, 0, len).value(),
                      dl_.arm(quiet_limit, [this](std::error_code ec, arpma::completion) {
                        dl_.disarm();
                        if (ec) return fail("reading", ec);

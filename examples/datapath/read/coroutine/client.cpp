@@ -33,7 +33,8 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
   const std::size_t len = std::min<std::size_t>(buf.size(), remote->size());
   std::printf("client: reading %zu bytes from offset 0 of the server's region\n", len);
   if (!co_await example::step(who, "reading", dl, [&](auto token) {
-        return conn.async_read(mr, 0, *remote, 0, len, token);
+        return conn.async_read(arpma::buffer(mr, 0, len).value(),
+                               arpma::buffer(*remote, 0, len).value(), token);
       }))
     co_return false;
   std::printf("client: read the server's greeting: \"%s\"\n",

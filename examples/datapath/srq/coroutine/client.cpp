@@ -33,7 +33,8 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
     char* text = &buf[i * SLOT];
     const int n = std::snprintf(text, SLOT, MESSAGE_FORMAT, static_cast<int>(i));
     good = co_await example::step(who, "sending", dl, [&](auto token) {
-             return conns[i].async_send(mr, i * SLOT, static_cast<std::size_t>(n) + 1, token);
+             return conns[i].async_send(
+                 arpma::buffer(mr, i * SLOT, static_cast<std::size_t>(n) + 1).value(), token);
            }) != std::nullopt;
     if (good) std::printf("%s: sent \"%s\" on connection %zu\n", who, text, i);
   }

@@ -37,11 +37,13 @@ asio::awaitable<bool> run_client(const arpma::peer& peer, const example::args& a
   std::printf("client: writing \"%s\" (%zu bytes) to offset 0 of the server's region\n", buf.data(),
               len);
   if (!co_await example::step(who, "writing", dl, [&](auto token) {
-        return conn.async_write(*remote, 0, mr, 0, len, token);
+        return conn.async_write(arpma::buffer(*remote, 0, len).value(),
+                                arpma::buffer(mr, 0, len).value(), token);
       }))
     co_return false;
   if (!co_await example::step(who, "flushing", dl, [&](auto token) {
-        return conn.async_flush(*remote, 0, len, arpma::flush_type::visibility, token);
+        return conn.async_flush(arpma::buffer(*remote, 0, len).value(),
+                                arpma::flush_type::visibility, token);
       }))
     co_return false;
   std::printf("client: flushed: the message is visible in the server's memory\n");
