@@ -3,22 +3,21 @@
 #include <librpma.h>
 
 #include "capi/objects.hpp"
-#include "core/conn_state.hpp"
 #include "core/direct_calls.hpp"
-#include "core/srq_state.hpp"
+#include "core/direct_cq.hpp"
 
 extern "C" {
 
 int rpma_conn_get_event_fd(const struct rpma_conn* conn, int* fd) {
   if (conn == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  *fd = arpma::detail::event_fd(conn->cxx);
+  *fd = arpma::detail::event_fd(arpma::detail::access::state(conn->cxx));
   return 0;
 }
 
 int rpma_conn_next_event(struct rpma_conn* conn, enum rpma_conn_event* event) {
   if (conn == nullptr || event == nullptr) return RPMA_E_INVAL;
   return arpma::capi::guarded([&] {
-    auto next = arpma::detail::next_event_now(conn->cxx);
+    auto next = arpma::detail::next_event_now(arpma::detail::access::state(conn->cxx));
     if (!next) return arpma::to_rpma_error(next.error());
     *event = static_cast<rpma_conn_event>(next.value());
     return 0;
@@ -49,8 +48,8 @@ int rpma_conn_get_cq(const struct rpma_conn* conn, struct rpma_cq** cq_ptr) {
 
 int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr) {
   if (conn == nullptr || rcq_ptr == nullptr) return RPMA_E_INVAL;
-  const auto* state = arpma::detail::access::state(conn->cxx);
-  const bool has_rcq = state != nullptr && state->rcq.cq != nullptr;
+  const bool has_rcq =
+      arpma::detail::direct_cq::of(arpma::detail::access::state(conn->cxx), true).has_value();
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the CQ is the caller's to use
   *rcq_ptr = has_rcq ? const_cast<rpma_cq*>(&conn->rcq) : nullptr;
   return 0;
@@ -58,26 +57,22 @@ int rpma_conn_get_rcq(const struct rpma_conn* conn, struct rpma_cq** rcq_ptr) {
 
 int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd) {
   if (conn == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  const auto* state = arpma::detail::access::state(conn->cxx);
-  if (state == nullptr || state->conn_comp_channel == nullptr) return RPMA_E_NOT_SHARED_CHNL;
-  *fd = state->prov().comp_channel_fd(state->conn_comp_channel);
+  const auto shared = arpma::detail::shared_channel_fd(arpma::detail::access::state(conn->cxx));
+  if (!shared) return arpma::to_rpma_error(shared.error());
+  *fd = shared.value();
   return 0;
 }
 
 int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
   if (cq == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  if (cq->srq != nullptr) {  // an SRQ's RCQ
-    if (cq->srq->rcq.own_channel == nullptr) return RPMA_E_INVAL;
-    *fd = cq->srq->prov().comp_channel_fd(cq->srq->rcq.own_channel);
-    return 0;
-  }
-  const auto* state = arpma::detail::access::state(cq->owner->cxx);
-  if (state == nullptr) return RPMA_E_INVAL;
   // As librpma: with a shared channel, that channel's fd for either CQ.
-  const auto& queue = cq->receive ? state->rcq : state->cq;
-  const auto* channel =
-      state->conn_comp_channel != nullptr ? state->conn_comp_channel : queue.own_channel;
-  *fd = state->prov().comp_channel_fd(channel);
+  const auto queue =
+      cq->srq != nullptr ? arpma::detail::direct_cq::of(cq->srq)
+      : cq->owner != nullptr
+          ? arpma::detail::direct_cq::of(arpma::detail::access::state(cq->owner->cxx), cq->receive)
+          : std::nullopt;
+  if (!queue) return RPMA_E_INVAL;
+  *fd = queue->fd();
   return 0;
 }
 

@@ -51,7 +51,7 @@ int rpma_conn_req_connect(struct rpma_conn_req** req_ptr,
     auto conn = std::make_unique<rpma_conn>();
     std::span<const std::uint8_t> data;
     if (pdata != nullptr) data = {static_cast<const std::uint8_t*>(pdata->ptr), pdata->len};
-    auto connected = arpma::detail::connect_now(std::move(req->cxx), data);
+    auto connected = arpma::detail::connect_now(arpma::detail::access::release(req->cxx), data);
     if (!connected) return arpma::to_rpma_error(connected.error());
     conn->cxx = std::move(connected).value();
     conn->cq = {conn.get(), false};

@@ -128,7 +128,7 @@ int rpma_recv(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t offset, 
 int rpma_conn_apply_remote_peer_cfg(struct rpma_conn* conn, const struct rpma_peer_cfg* pcfg) {
   auto* state = state_of(conn);
   if (state == nullptr || pcfg == nullptr) return RPMA_E_INVAL;
-  state->direct_write_to_pmem.store(pcfg->direct_write_to_pmem.load());
+  arpma::detail::set_direct_write_to_pmem(*state, pcfg->direct_write_to_pmem.load());
   return 0;
 }
 

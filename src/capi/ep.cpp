@@ -16,7 +16,7 @@ int rpma_ep_listen(struct rpma_peer* peer, const char* addr, const char* port,
   return arpma::capi::guarded([&] {
     arpma::capi::alloc_point("alloc rpma_ep");
     auto ep = std::make_unique<rpma_ep>();
-    auto listening = arpma::detail::listen_now(peer->cxx, addr, port);
+    auto listening = arpma::detail::listen_now(arpma::detail::access::state(peer->cxx), addr, port);
     if (!listening) return arpma::to_rpma_error(listening.error());
     ep->cxx = std::move(listening).value();
     *ep_ptr = ep.release();
@@ -36,7 +36,7 @@ int rpma_ep_shutdown(struct rpma_ep** ep_ptr) {
 
 int rpma_ep_get_fd(const struct rpma_ep* ep, int* fd) {
   if (ep == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  *fd = arpma::detail::event_fd(ep->cxx);
+  *fd = arpma::detail::event_fd(arpma::detail::access::state(ep->cxx));
   return 0;
 }
 
@@ -46,7 +46,8 @@ int rpma_ep_next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg,
   return arpma::capi::guarded([&] {
     arpma::capi::alloc_point("alloc rpma_conn_req");
     auto req = std::make_unique<rpma_conn_req>();
-    auto incoming = arpma::detail::next_conn_req_now(ep->cxx, arpma::capi::to_conn_cfg(cfg));
+    auto incoming = arpma::detail::next_conn_req_now(arpma::detail::access::state(ep->cxx),
+                                                     arpma::capi::to_conn_cfg(cfg));
     if (!incoming) return arpma::to_rpma_error(incoming.error());
     req->cxx = std::move(incoming).value();
     *req_ptr = req.release();

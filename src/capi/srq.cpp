@@ -72,10 +72,8 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
   return arpma::capi::guarded([&] {
     auto created = arpma::srq::create(peer->cxx, config);
     if (!created) return arpma::to_rpma_error(created.error());
-    const auto& state = arpma::detail::access::state(created.value());
-    if (state->rcq.own_channel != nullptr) {
-      // librpma's completion fds block until the program sets O_NONBLOCK.
-      const int fd = state->prov().comp_channel_fd(state->rcq.own_channel);
+    // librpma's completion fds block until the program sets O_NONBLOCK.
+    if (const int fd = created.value().rcq_fd(); fd >= 0) {
       if (auto ec = arpma::detail::set_fd_blocking(fd, true)) {
         ARPMA_LOG_FAILURE("make the RCQ's completion fd blocking", ec);
         return RPMA_E_PROVIDER;  // `created` destroys the RCQ, then the SRQ

@@ -22,30 +22,30 @@ std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
 
 }  // namespace
 
-result<endpoint> listen_now(const peer& p, const std::string& addr, const std::string& port) {
+result<endpoint> listen_now(const std::shared_ptr<peer_state>& p, const std::string& addr,
+                            const std::string& port) {
   // Empty strings are refused as endpoint::listen refuses them (the provider
   // would report an empty address as its own failure and an empty port as
   // "any port").
-  if (!detail::access::state(p) || addr.empty() || port.empty())
-    return make_error_code(errc::invalid_argument);
-  auto channel = cm_channel::create(detail::access::state(p)->prov, thread_loop().get_executor());
+  if (!p || addr.empty() || port.empty()) return make_error_code(errc::invalid_argument);
+  auto channel = cm_channel::create(p->prov, thread_loop().get_executor());
   if (!channel) return channel.error();
   if (auto ec = channel.value()->set_blocking(true)) return ec;
   const auto token = channel.value()->reserve_token();
-  auto state = std::make_unique<endpoint_state>(detail::access::state(p), channel.value(), token);
+  auto state = std::make_unique<endpoint_state>(p, channel.value(), token);
   if (auto ec = state->listen(addr, port)) return ec;
   return access::make<endpoint>(std::move(state));
 }
 
-result<conn_req> next_conn_req_now(const endpoint& ep, const conn_cfg& cfg) {
-  if (detail::access::state(ep) == nullptr) return make_error_code(errc::invalid_argument);
-  auto request = detail::access::state(ep)->next_request_now(cfg);
+result<conn_req> next_conn_req_now(endpoint_state* ep, const conn_cfg& cfg) {
+  if (ep == nullptr) return make_error_code(errc::invalid_argument);
+  auto request = ep->next_request_now(cfg);
   if (!request) return request.error();
   return access::make<conn_req>(std::move(request).value());
 }
 
-result<connection> connect_now(conn_req req, std::span<const std::uint8_t> private_data) {
-  auto state = access::release(req);
+result<connection> connect_now(std::unique_ptr<conn_state> state,
+                               std::span<const std::uint8_t> private_data) {
   if (!state) return make_error_code(errc::invalid_argument);
   if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
   // The fds the connection hands out behave as librpma's: blocking.
@@ -57,8 +57,7 @@ result<connection> connect_now(conn_req req, std::span<const std::uint8_t> priva
   return access::make<connection>(std::move(state));
 }
 
-result<conn_event> next_event_now(const connection& conn) {
-  auto* state = detail::access::state(conn);
+result<conn_event> next_event_now(conn_state* state) {
   if (state == nullptr) return make_error_code(errc::invalid_argument);
   auto event = state->cm_events->read_now();
   if (!event) return event.error();
@@ -73,12 +72,10 @@ result<conn_event> next_event_now(const connection& conn) {
   return mapped;
 }
 
-int event_fd(const endpoint& ep) noexcept {
-  return detail::access::state(ep) != nullptr ? detail::access::state(ep)->channel->fd() : -1;
-}
+int event_fd(const endpoint_state* ep) noexcept { return ep != nullptr ? ep->channel->fd() : -1; }
 
-int event_fd(const connection& conn) noexcept {
-  return detail::access::state(conn) != nullptr ? detail::access::state(conn)->cm_events->fd() : -1;
+int event_fd(const conn_state* conn) noexcept {
+  return conn != nullptr ? conn->cm_events->fd() : -1;
 }
 
 }  // namespace arpma::detail

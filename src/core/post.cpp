@@ -162,4 +162,8 @@ std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size
   return post_wr(conn, wr, "post send");
 }
 
+void set_direct_write_to_pmem(conn_state& conn, bool direct) noexcept {
+  conn.direct_write_to_pmem.store(direct);
+}
+
 }  // namespace arpma::detail

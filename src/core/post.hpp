@@ -42,6 +42,10 @@ std::error_code post_flush(conn_state& conn, const remote_mr& dst, std::size_t d
 std::error_code post_send(conn_state& conn, const local_mr_state* src, std::size_t offset,
                           std::size_t len, std::optional<std::uint32_t> imm, post_options opts);
 
+/// rpma_conn_apply_remote_peer_cfg: whether the peer places writes directly
+/// in persistent memory (what a persistent flush needs).
+void set_direct_write_to_pmem(conn_state& conn, bool direct) noexcept;
+
 /// The work request of `op` (any kind), posted with `wr_id` (data_ops.cpp).
 std::error_code post_data_op(conn_state& st, const data_op& op, std::uint64_t wr_id, bool signaled);
 
