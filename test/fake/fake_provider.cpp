@@ -1,5 +1,7 @@
 #include "fake/fake_provider.hpp"
 
+#include "fake/fake_objects.hpp"
+
 #include "provider/event_queue.hpp"
 #include "provider/handle_cast.hpp"
 
@@ -18,55 +20,6 @@ namespace arpma::test {
 
 using prov::cm_event;
 using prov::cm_event_type;
-
-struct fake_provider::channel {
-  prov::event_queue queue;
-  int ids = 0;
-};
-
-struct fake_provider::id {
-  channel* owner = nullptr;
-  std::uint64_t context = 0;
-  bool addr_requested = false;
-  std::uint16_t port = 0;  // bound to, 0 when not bound
-  bool listening = false;
-  id* listener = nullptr;     // born from a CONNECT_REQUEST of this listener...
-  bool request_read = false;  // ...which has been read
-  bool rejected = false;
-  bool peer_disconnected = false;  // a DISCONNECTED was scripted for it (the peer's DREQ)
-  bool has_qp = false;
-  prov::qp_config qp;
-  pd_obj* qp_pd = nullptr;
-  std::uint32_t qp_num = 0;
-};
-
-struct fake_provider::pd_obj {
-  int qps = 0;
-};
-
-struct fake_provider::mr_obj {
-  int access = 0;
-};
-
-struct fake_provider::comp_obj {
-  int fd = -1;
-  int cqs = 0;
-  ~comp_obj() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-struct fake_provider::srq_obj {
-  pd_obj* pd = nullptr;
-  int qps = 0;
-};
-
-struct fake_provider::cq_obj {
-  comp_obj* channel = nullptr;
-  int cqe = 0;
-  bool armed = false;
-  int qps = 0;
-};
 
 namespace {
 
@@ -635,7 +588,8 @@ result<prov::comp_channel*> fake_provider::create_comp_channel(prov::device* dev
   if (auto ec = enter("create_comp_channel")) return ec;
   if (dev != dev_) return sys(EINVAL);
   auto* c = new comp_obj;
-  c->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  // A semaphore: one read per CQ event, as ibv_get_cq_event takes one.
+  c->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
   const std::lock_guard lock(mutex_);
   comps_.insert(c);
   return handle<prov::comp_channel>(c);
@@ -679,6 +633,15 @@ std::error_code fake_provider::destroy_cq(prov::cq* h) noexcept {
     return sys(EINVAL);
   }
   if (c->qps > 0) violations_.emplace_back("cq destroyed before its QP");
+  // ibv_destroy_cq waits for every event taken to be acknowledged.
+  if (c->unacked > 0) violations_.emplace_back("cq destroyed with unacknowledged events");
+  if (c->channel != nullptr) {
+    // The kernel drops a destroyed CQ's unread events from its channel.
+    for (auto dropped = std::erase(c->channel->fired, c); dropped > 0; --dropped) {
+      std::uint64_t one = 0;
+      (void)::read(c->channel->fd, &one, sizeof one);
+    }
+  }
   if (c->channel != nullptr) --c->channel->cqs;
   delete c;
   return scripted;
@@ -720,6 +683,7 @@ void fake_provider::destroy_qp(prov::cm_id* h) noexcept {
     return;
   }
   i->has_qp = false;
+  i->outstanding.clear();  // a destroyed QP completes nothing more
   --i->qp_pd->qps;
   --as<cq_obj>(i->qp.send_cq)->qps;
   --as<cq_obj>(i->qp.recv_cq)->qps;

@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +67,34 @@ class fake_provider final : public prov::provider {
   /// Contexts are read when the event is read (rdma-core; default) or, with
   /// `false`, stamped when it is queued (as a provider copying them early would).
   void context_at_read(bool at_read);
+
+  // ---- data path (fake_datapath.cpp) ----------------------------------------
+  // post_send / post_recv only record the work request (no memory is touched);
+  // its completion exists once the test releases it, in any order, with any
+  // status. A released completion goes to the QP's send or receive CQ; an
+  // armed CQ then fires once on its completion channel (its eventfd becomes
+  // readable) and stays unarmed until req_notify_cq, as rdma-core's do.
+  /// A work request posted and not yet released.
+  struct posted_wr {
+    bool receive = false;
+    prov::send_wr send;  ///< when !receive
+    prov::recv_wr recv;  ///< when receive
+    [[nodiscard]] std::uint64_t wr_id() const noexcept { return receive ? recv.wr_id : send.wr_id; }
+  };
+  /// What `id` has posted and the test has not released, oldest first.
+  [[nodiscard]] std::vector<posted_wr> outstanding(const prov::cm_id* id) const;
+  /// Releases the outstanding work request `wr_id` of `id` with `status`
+  /// (byte_len: the request's length, or `byte_len` when given). An
+  /// unsignaled send that succeeds releases no completion, as on hardware.
+  /// false when `id` has no such request.
+  bool complete(prov::cm_id* id, std::uint64_t wr_id,
+                prov::wc_status status = prov::wc_status::success,
+                std::optional<std::uint32_t> byte_len = std::nullopt);
+  /// Releases every outstanding request of `id` with WR_FLUSH_ERR, oldest
+  /// first (a QP gone to the error state); how many.
+  std::size_t flush(prov::cm_id* id);
+  /// Completions released on `cq` and not yet polled.
+  [[nodiscard]] std::size_t unpolled(const prov::cq* cq) const;
 
   // ---- inspection ----------------------------------------------------------
   /// Every call made, in order ("create_cq", "destroy_id", ...).
@@ -155,6 +185,11 @@ class fake_provider final : public prov::provider {
   std::error_code dereg_mr(prov::mr* mr) noexcept override;
   std::error_code advise_mr(prov::mr* mr, std::size_t offset, std::uint32_t length, int advice,
                             std::uint32_t flags) override;
+  std::error_code post_send(prov::cm_id* id, const prov::send_wr& wr) override;
+  std::error_code post_recv(prov::cm_id* id, const prov::recv_wr& wr) override;
+  result<std::size_t> poll_cq(prov::cq* cq, std::span<prov::work_completion> out) override;
+  result<prov::cq*> get_cq_event(prov::comp_channel* channel) override;
+  void ack_cq_events(prov::cq* cq, unsigned count) noexcept override;
   // SRQs: created, destroyed (EBUSY while a QP uses one) and counted; posting
   // records the call and reports the scripted failure, nothing more.
   result<prov::srq*> create_srq(prov::pd* pd, std::uint32_t max_wr, std::uint32_t max_sge) override;
@@ -187,6 +222,8 @@ class fake_provider final : public prov::provider {
                    const prov::conn_param& param);
   [[nodiscard]] bool alive(const id* i) const;
   void push(const std::shared_ptr<channel>& target, const prov::cm_event& event);
+  // With the mutex held: `wc` to `cq`, firing its channel if armed.
+  void release_locked(cq_obj* cq, const prov::work_completion& wc);
   void timer_loop();
 
   mutable std::mutex mutex_;
