@@ -1,25 +1,9 @@
 #include "core/direct_cq.hpp"
 
 #include "arpma/error.hpp"
-#include "core/conn_state.hpp"
 #include "core/cq_events.hpp"
-#include "core/srq_state.hpp"
 
 namespace arpma::detail {
-
-std::optional<direct_cq> direct_cq::of(const conn_state* conn, bool receive) noexcept {
-  if (conn == nullptr) return std::nullopt;
-  const cq_state& q = receive ? conn->rcq : conn->cq;
-  if (q.cq == nullptr) return std::nullopt;
-  const bool shared = conn->conn_comp_channel != nullptr;
-  return direct_cq(conn->prov(), q.cq, shared ? conn->conn_comp_channel : q.own_channel, shared);
-}
-
-std::optional<direct_cq> direct_cq::of(const srq_state* srq) noexcept {
-  // An SRQ's RCQ always has a channel of its own.
-  if (srq == nullptr || srq->rcq.cq == nullptr) return std::nullopt;
-  return direct_cq(srq->prov(), srq->rcq.cq, srq->rcq.own_channel, false);
-}
 
 std::error_code direct_cq::wait() const {
   if (shared_) return make_error_code(errc::shared_channel);

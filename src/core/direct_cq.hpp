@@ -5,6 +5,8 @@
 #pragma once
 
 #include "core/completion_of.hpp"
+#include "core/conn_state.hpp"
+#include "core/srq_state.hpp"
 #include "provider/provider.hpp"
 
 #include "arpma/result.hpp"
@@ -16,17 +18,24 @@
 
 namespace arpma::detail {
 
-struct conn_state;
-struct cq_state;
-struct srq_state;
-
-/// One CQ as the C calls use it: a view, valid while its owner lives.
+/// One CQ as the C calls use it: a view, valid while its owner lives. Made
+/// inline: rpma_cq_get_wc makes one per call.
 class direct_cq {
  public:
   /// A connection's CQ (or, with `receive`, its RCQ); none when it has none.
-  [[nodiscard]] static std::optional<direct_cq> of(const conn_state* conn, bool receive) noexcept;
+  [[nodiscard]] static std::optional<direct_cq> of(const conn_state* conn, bool receive) noexcept {
+    if (conn == nullptr) return std::nullopt;
+    const cq_state& q = receive ? conn->rcq : conn->cq;
+    if (q.cq == nullptr) return std::nullopt;
+    const bool shared = conn->conn_comp_channel != nullptr;
+    return direct_cq(conn->prov(), q.cq, shared ? conn->conn_comp_channel : q.own_channel, shared);
+  }
   /// An SRQ's own RCQ; none when it has none.
-  [[nodiscard]] static std::optional<direct_cq> of(const srq_state* srq) noexcept;
+  [[nodiscard]] static std::optional<direct_cq> of(const srq_state* srq) noexcept {
+    // An SRQ's RCQ always has a channel of its own.
+    if (srq == nullptr || srq->rcq.cq == nullptr) return std::nullopt;
+    return direct_cq(srq->prov(), srq->rcq.cq, srq->rcq.own_channel, false);
+  }
 
   /// Reads the CQ's next event from its own channel, acknowledges it and
   /// re-arms the CQ. errc::shared_channel (its events come on the
