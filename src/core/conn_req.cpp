@@ -17,7 +17,8 @@ conn_req& conn_req::operator=(conn_req&&) noexcept = default;
 conn_req::~conn_req() = default;
 
 boost::asio::any_io_executor detail::executor_of_request(const detail::conn_state* state) noexcept {
-  return state != nullptr && state->attached ? state->ex : boost::asio::any_io_executor();
+  const auto* ex = async_executor_of(state);
+  return ex != nullptr ? *ex : boost::asio::any_io_executor();
 }
 
 std::uint32_t conn_req::qp_num() const noexcept {

@@ -108,7 +108,7 @@ struct conn_state final : cm_event_sink {
   std::uint64_t token;
   provider::cm_id* id = nullptr;
   bool passive = false;
-  bool attached = false;
+  bool attached = false;  ///< C++ flavour: read through async_executor_of
   conn_phase phase = conn_phase::request;
   bool has_qp = false;
   /// The one completion channel of both CQs (conn_cfg::shared_completion_channel,
@@ -149,6 +149,16 @@ struct conn_state final : cm_event_sink {
 std::error_code request_disconnect(conn_state& state) noexcept;
 
 /// The connection's CQ (or, with `receive`, its RCQ) if it has one.
+/// The executor of the C++ object a state serves; null for no state and for
+/// the C flavour, whose calls read its channels directly. The flavour is set
+/// when the request is connected (async_connect attaches the state, the C
+/// calls do not), since a request made either way may be connected either
+/// way; this is the one test of it outside conn_state.
+[[nodiscard]] inline const asio::any_io_executor* async_executor_of(
+    const conn_state* state) noexcept {
+  return state != nullptr && state->attached ? &state->ex : nullptr;
+}
+
 [[nodiscard]] inline const cq_state* queue_of(const conn_state* state, bool receive) noexcept {
   if (state == nullptr) return nullptr;
   const auto& q = receive ? state->rcq : state->cq;

@@ -122,14 +122,14 @@ std::error_code request_disconnect(conn_state& state) noexcept {
 }
 
 void start_next_event(conn_state* state, conn_event_handler handler) {
-  if (state == nullptr || !state->attached)
+  if (async_executor_of(state) == nullptr)
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument),
                         conn_event::undefined);
   std::make_shared<next_event_op>(state->ex, state, std::move(handler))->start();
 }
 
 void start_disconnect(conn_state* state, disconnect_handler handler) {
-  if (state == nullptr || !state->attached)
+  if (async_executor_of(state) == nullptr)
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument));
   if (auto ec = request_disconnect(*state))
     return fail_on_loop(state->loop(), std::move(handler), ec);
@@ -199,7 +199,7 @@ std::error_code connection::post_recv(const local_buffer& dst, std::uint64_t wr_
 }
 
 void connection::set_busy_poll(std::chrono::microseconds budget) noexcept {
-  if (!state_ || !state_->attached) return;
+  if (detail::async_executor_of(state_.get()) == nullptr) return;
   state_->completions().set_busy_poll(budget);
 }
 

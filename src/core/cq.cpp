@@ -115,7 +115,7 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
     return;
   }
   const auto* q = queue_of(state, receive);
-  if (q == nullptr || !state->attached) {
+  if (q == nullptr || async_executor_of(state) == nullptr) {
     return fail_on_loop(state != nullptr ? state->loop() : asio::any_io_executor(),
                         std::move(handler), make_error_code(errc::invalid_argument));
   }
@@ -127,7 +127,8 @@ void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler
 
 asio::any_io_executor cq_executor(const conn_state* state, const srq_state* srq) noexcept {
   if (srq != nullptr) return srq->ex;
-  return state != nullptr && state->attached ? state->ex : asio::any_io_executor();
+  const auto* ex = async_executor_of(state);
+  return ex != nullptr ? *ex : asio::any_io_executor();
 }
 
 }  // namespace detail

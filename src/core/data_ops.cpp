@@ -60,11 +60,12 @@ const asio::any_io_executor& no_executor() noexcept {
 }  // namespace
 
 const asio::any_io_executor& executor_of(const conn_state* state) noexcept {
-  return state != nullptr && state->attached ? state->ex : no_executor();
+  const auto* ex = async_executor_of(state);
+  return ex != nullptr ? *ex : no_executor();
 }
 
 void start_data_op(conn_state* state, const data_op& op, wc_op* pending) {
-  if (state == nullptr || !state->attached || !state->has_qp)
+  if (async_executor_of(state) == nullptr || !state->has_qp)
     return fail_op(executor_of(state), pending, make_error_code(errc::invalid_argument));
   start_wc_op(state->completions(), pending,
               [&](std::uint64_t wr_id) { return post_data_op(*state, op, wr_id, true); });
