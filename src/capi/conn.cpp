@@ -63,19 +63,6 @@ int rpma_conn_get_compl_fd(const struct rpma_conn* conn, int* fd) {
   return 0;
 }
 
-int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
-  if (cq == nullptr || fd == nullptr) return RPMA_E_INVAL;
-  // As librpma: with a shared channel, that channel's fd for either CQ.
-  const auto queue =
-      cq->srq != nullptr ? arpma::detail::direct_cq::of(cq->srq)
-      : cq->owner != nullptr
-          ? arpma::detail::direct_cq::of(arpma::detail::access::state(cq->owner->cxx), cq->receive)
-          : std::nullopt;
-  if (!queue) return RPMA_E_INVAL;
-  *fd = queue->fd();
-  return 0;
-}
-
 int rpma_conn_disconnect(struct rpma_conn* conn) {
   if (conn == nullptr) return RPMA_E_INVAL;
   return arpma::to_rpma_error(conn->cxx.disconnect());

@@ -1,4 +1,4 @@
-// rpma_cq_wait / rpma_cq_get_wc / rpma_conn_wait: completions read directly
+// rpma_cq_wait / rpma_cq_get_wc / rpma_cq_get_fd / rpma_conn_wait: completions read directly
 // from the provider on the caller's thread (no loop), as librpma does.
 #include <librpma.h>
 
@@ -62,6 +62,15 @@ int rpma_cq_get_wc(struct rpma_cq* cq, int num_entries, struct ibv_wc* wc, int* 
     return RPMA_E_NO_COMPLETION;
   }
   if (num_entries_got != nullptr) *num_entries_got = got;
+  return 0;
+}
+
+int rpma_cq_get_fd(const struct rpma_cq* cq, int* fd) {
+  if (fd == nullptr) return RPMA_E_INVAL;
+  // As librpma: with a shared channel, that channel's fd for either CQ.
+  const auto queue = queue_of(cq);
+  if (!queue) return RPMA_E_INVAL;
+  *fd = queue->fd();
   return 0;
 }
 
