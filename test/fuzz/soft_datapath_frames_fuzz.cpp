@@ -431,7 +431,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   link.send = [&sent](wire::frame head, std::span<const std::uint8_t> tail) {
     sent.push_back(decode(head, tail));
   };
-  link.progress = [] {};
+  link.progress = std::make_shared<const std::function<void(dp::drive)>>([](dp::drive) {});
   dp::make_ready(qp, std::move(link));
 
   const unsigned recvs = std::min(in.u8() & 0xfu, 10u);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <new>
 #include <optional>
 #include <random>
 #include <shared_mutex>
@@ -584,23 +585,25 @@ std::size_t take(soft_cq& cq, std::span<work_completion> out) {
   return n;
 }
 
-/// Moves the links of the CQ's QPs on this thread. The QP locks are taken
-/// after the CQ's is released (completing takes them in the other order).
-void drive_links(soft_cq& cq) {
+/// Moves the links of the CQ's QPs on this thread (`how`: poll or release;
+/// a poll of an armed CQ only peeks). The QP locks are taken after the CQ's
+/// is released (completing takes them in the other order).
+void drive_links(soft_cq& cq, drive how) {
   thread_local std::vector<std::weak_ptr<soft_qp>> users;
   {
     const std::lock_guard lock(cq.mutex);
     users = cq.users;
+    if (how == drive::poll && cq.armed) how = drive::peek;
   }
   for (const auto& weak : users) {
     const std::shared_ptr<soft_qp> qp = weak.lock();
     if (!qp) continue;
-    std::shared_ptr<const std::function<void()>> progress;
+    std::shared_ptr<const std::function<void(drive)>> progress;
     {
       const std::lock_guard lock(qp->mutex);
       if (qp->state == qp_state::ready) progress = qp->link.progress;
     }
-    if (progress && *progress) (*progress)();
+    if (progress && *progress) (*progress)(how);
   }
   users.clear();
 }
@@ -617,7 +620,7 @@ void forget(soft_cq& cq, const soft_qp* qp) {
 
 std::size_t poll(soft_cq& cq, std::span<work_completion> out) {
   if (const std::size_t n = take(cq, out); n > 0) return n;
-  drive_links(cq);
+  drive_links(cq, drive::poll);
   return take(cq, out);
 }
 
@@ -635,8 +638,15 @@ void detach(const std::shared_ptr<soft_qp>& qp) {
 }
 
 void arm(soft_cq& cq) noexcept {
-  const std::lock_guard lock(cq.mutex);
-  cq.armed = true;
+  {
+    const std::lock_guard lock(cq.mutex);
+    cq.armed = true;
+  }
+  try {
+    drive_links(cq, drive::release);
+  } catch (const std::bad_alloc&) {
+    // The links' leases lapse by themselves, a millisecond after the last poll.
+  }
 }
 
 void forget_events(soft_cq& cq) {

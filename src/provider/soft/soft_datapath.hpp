@@ -75,16 +75,24 @@ struct outstanding {
 /// initiator_depth and responder_resources are capped by it).
 inline constexpr std::uint32_t max_reads_in_flight = 16;
 
+/// What a poll of a CQ asks of the links of its QPs.
+enum class drive : std::uint8_t {
+  poll,     ///< move the received frames here, and keep them for this thread (busy polling)
+  peek,     ///< move them once (a poll of an armed CQ: its thread is going to sleep)
+  release,  ///< the CQ is armed: the progress thread reads the link again
+};
+
 /// What the link of a connected QP offers it, and what the two ends agreed.
 struct link_ops {
   /// Writes a frame, then `tail` (the rest of its payload, read where it
   /// lies: registered memory the caller holds the MR table's lock over), to
   /// the link, in order with every frame written before.
   std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> send;
-  /// Moves the link's received frames on the calling thread (a CQ poll).
-  /// Shared, so a poll takes it from under the QP's lock without copying
-  /// the function (a copy of its captures allocates, once per empty poll).
-  std::shared_ptr<const std::function<void()>> progress;
+  /// Moves the link's received frames on the calling thread (a CQ poll), or
+  /// gives the link back to the progress thread (the CQ was armed). Shared,
+  /// so a poll takes it from under the QP's lock without copying the
+  /// function (a copy of its captures allocates, once per empty poll).
+  std::shared_ptr<const std::function<void(drive)>> progress;
   /// READ responses of this QP the link holds, not yet all written.
   std::function<std::size_t()> queued_reads;
   /// Whether the provider's budget for queued READ responses is spent.

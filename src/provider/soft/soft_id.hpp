@@ -156,6 +156,24 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::optional<asio::steady_timer> frame_timer;  ///< the progress thread's
   int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
 
+  // Who reads the link. An application thread busy-polling a CQ of the QP
+  // holds a lease on it: the progress thread, woken by the socket meanwhile,
+  // leaves the frames to the poller instead of fighting it for rx_mutex,
+  // until the CQ is armed (release) or the lease lapses unrenewed.
+  /// When an application thread last polled the link (steady clock, ns); 0: released.
+  std::atomic<std::int64_t> polled_at{0};
+  /// The progress thread stopped reading because of the lease; whoever ends it reads.
+  std::atomic<bool> rx_parked{false};
+  std::optional<asio::steady_timer> lease_timer;  ///< the progress thread's
+  /// Parked, the socket is taken off the progress thread's reactor too, so
+  /// that frames for the poller do not wake it (the progress thread's; the
+  /// descriptor, tx_fd, stays open). The protocol puts it back.
+  struct off_reactor_socket {
+    tcp protocol;
+    int fd;
+  };
+  std::optional<off_reactor_socket> off_reactor;
+
   // The link's sending side, for any thread: application threads write their
   // requests straight to the socket when nothing is queued (no hop through
   // the progress thread), else frames queue for the progress thread.

@@ -54,12 +54,21 @@ void open_tx(soft_id& id);
 /// the id's mutex held.
 void qp_ready_locked(const id_ptr& id);
 
+/// The id's socket on the progress thread's reactor (put back there if a
+/// lease took it off). Progress thread only.
+tcp::socket& reactor_socket(soft_id& id);
+
+/// Ends the lease a poller holds on the link and reads it on the progress
+/// thread again: the link is finishing, and only that thread sees it out.
+void end_lease(const id_ptr& id);
+
 /// The progress thread's receiver: runs until the socket is drained, then
 /// waits for it to become readable again.
 void pump(const id_ptr& id);
 
 /// An application thread polling a CQ moves its link's frames itself; what
-/// it cannot finish goes to the progress thread.
-void pump_from_application(const id_ptr& id);
+/// it cannot finish goes to the progress thread. `how` (soft_dp::drive):
+/// poll also takes the lease on the link, release ends it instead.
+void pump_from_application(const id_ptr& id, soft_dp::drive how);
 
 }  // namespace arpma::provider::soft_link

@@ -277,20 +277,101 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
   }
 }
 
+// ---- the lease ------------------------------------------------------------------
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// When the lease of the last poll ends; 0 when no poll holds one.
+std::int64_t lease_end(const soft_id& id) noexcept {
+  const std::int64_t at = id.polled_at.load();
+  return at == 0 ? 0 : at + std::chrono::nanoseconds(id.limits.poll_lease).count();
+}
+
+bool leased(const soft_id& id) noexcept {
+  const std::int64_t end = lease_end(id);
+  return end != 0 && now_ns() < end;
+}
+
+/// Ends a park (at most once however many try): the progress thread reads.
+void unpark(const id_ptr& id) {
+  if (id->rx_parked.load()) pump(id);
+}
+
+void watch_lease(const id_ptr& id);
+
+/// Its socket would wake the progress thread for every frame the poller
+/// reads, so it leaves the reactor while nothing waits on it there (no
+/// write in flight); reactor_socket() puts it back.
+void take_off_reactor(soft_id& id) {
+  {
+    const std::lock_guard lock(id.tx_mutex);
+    if (id.writing || id.tx_fd < 0) return;
+  }
+  boost::system::error_code ec;
+  const tcp::endpoint local = id.socket->local_endpoint(ec);
+  if (ec || id.off_reactor) return;
+  const tcp protocol = local.protocol();
+  const int fd = id.socket->release(ec);
+  if (!ec) id.off_reactor = soft_id::off_reactor_socket{protocol, fd};
+}
+
+/// The progress thread found the socket readable while a poller holds the
+/// lease: it leaves the frames to the poller and watches the lease instead.
+/// A release racing this sees the park, or this sees the release.
+void park(const id_ptr& id) {
+  id->rx_parked.store(true);
+  if (!leased(*id)) return unpark(id);
+  if (id->totals != nullptr) id->totals->parks.fetch_add(1);
+  take_off_reactor(*id);
+  watch_lease(id);
+}
+
+void watch_lease(const id_ptr& id) {
+  if (!id->lease_timer) id->lease_timer.emplace(*id->io);
+  const std::int64_t end = lease_end(*id);
+  id->lease_timer->expires_at(
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(end == 0 ? now_ns() : end)));
+  id->lease_timer->async_wait([id](const boost::system::error_code& ec) {
+    if (ec || id->link_closed || !id->rx_parked.load()) return;
+    if (leased(*id)) return watch_lease(id);
+    unpark(id);
+  });
+}
+
 void wait_readable(const id_ptr& id) {
   if (id->rx_waiting || id->link_closed) return;
   id->rx_waiting = true;
-  id->socket->async_wait(tcp::socket::wait_read, [id](const boost::system::error_code& ec) {
+  reactor_socket(*id).async_wait(tcp::socket::wait_read, [id](const boost::system::error_code& ec) {
     id->rx_waiting = false;
     if (id->link_closed) return;
     if (ec) return link_failed(id, errno_of(ec));
+    if (leased(*id)) return park(id);
     pump(id);
   });
+}
+
+/// The CQ was armed: its thread sleeps on the channel now, so the link is
+/// the progress thread's again, at once if it was parked.
+void release(const id_ptr& id) {
+  id->polled_at.store(0);
+  if (!id->rx_parked.load()) return;
+  try {
+    asio::post(*id->io, [id] { unpark(id); });
+  } catch (const std::bad_alloc&) {
+    // The lease timer unparks it (the lease is over).
+  }
 }
 
 }  // namespace
 
 void pump(const id_ptr& id) {
+  // However it was called, the progress thread reads the link now (a park
+  // ends here, so whatever this pump runs may end a lease without recursing).
+  id->rx_parked.store(false);
   rx_next next = rx_next::stop;
   {
     const std::lock_guard lock(id->rx_mutex);
@@ -301,7 +382,16 @@ void pump(const id_ptr& id) {
   if (next == rx_next::more) wait_readable(id);
 }
 
-void pump_from_application(const id_ptr& id) {
+void end_lease(const id_ptr& id) {
+  id->polled_at.store(0);
+  unpark(id);
+}
+
+void pump_from_application(const id_ptr& id, soft_dp::drive how) {
+  if (how == soft_dp::drive::release) return release(id);
+  // Taken before trying the receiver: a progress thread that wakes now
+  // leaves the socket to this thread rather than contending for it.
+  if (how == soft_dp::drive::poll) id->polled_at.store(now_ns());
   std::unique_lock lock(id->rx_mutex, std::try_to_lock);
   if (!lock.owns_lock()) {
     // The progress thread is at it: let it finish (a spinning poller could

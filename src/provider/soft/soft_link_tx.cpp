@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -36,12 +37,17 @@ void close_link(const id_ptr& id) {
     id->tx_fd = -1;
   }
   boost::system::error_code ignored;
+  if (id->off_reactor) {
+    (void)::close(id->off_reactor->fd);
+    id->off_reactor.reset();
+  }
   if (id->socket) id->socket->close(ignored);
   if (id->acceptor) id->acceptor->close(ignored);
   if (id->timer) id->timer->cancel();
   if (id->rnr_timer) id->rnr_timer->cancel();
   if (id->ack_timer) id->ack_timer->cancel();
   if (id->frame_timer) id->frame_timer->cancel();
+  if (id->lease_timer) id->lease_timer->cancel();
 }
 
 void flush_qp_locked(soft_id& id) {
@@ -296,7 +302,7 @@ void write_next(const id_ptr& id) {
       id->writing = false;
       if (!id->link_closed && id->then == after_write::shutdown_send) {
         boost::system::error_code ignored;
-        id->socket->shutdown(tcp::socket::shutdown_send, ignored);
+        reactor_socket(*id).shutdown(tcp::socket::shutdown_send, ignored);
       }
       return;
     }
@@ -305,7 +311,7 @@ void write_next(const id_ptr& id) {
     for (std::size_t i = 0; i < id->in_flight; ++i)
       buffers.emplace_back(asio::buffer(id->out[i].bytes) + (i == 0 ? id->out_offset : 0));
   }
-  asio::async_write(*id->socket, buffers,
+  asio::async_write(reactor_socket(*id), buffers,
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
                       {
                         const std::lock_guard lock(id->tx_mutex);
@@ -323,6 +329,7 @@ void write_next(const id_ptr& id) {
 
 void finish_link(const id_ptr& id, bool bounded) {
   if (id->link_closed || !id->socket) return;
+  end_lease(id);
   bool idle = false;
   {
     const std::lock_guard lock(id->tx_mutex);
@@ -337,6 +344,17 @@ void finish_link(const id_ptr& id, bool bounded) {
       if (!ec) close_link(id);
     });
   }
+}
+
+tcp::socket& reactor_socket(soft_id& id) {
+  if (id.off_reactor) {
+    boost::system::error_code ec;
+    // Fails only for want of memory; the socket then reads as closed, the
+    // next operation on it fails the link, and close_link closes the fd.
+    id.socket->assign(id.off_reactor->protocol, id.off_reactor->fd, ec);
+    if (!ec) id.off_reactor.reset();
+  }
+  return *id.socket;
 }
 
 void open_tx(soft_id& id) {
@@ -365,9 +383,10 @@ void qp_ready_locked(const id_ptr& id) {
   const std::weak_ptr<soft_id> weak(id);
   soft_dp::link_ops ops;
   ops.send = link_of(id);
-  ops.progress = std::make_shared<const std::function<void()>>([weak] {
-    if (const id_ptr alive = weak.lock()) pump_from_application(alive);
-  });
+  ops.progress =
+      std::make_shared<const std::function<void(soft_dp::drive)>>([weak](soft_dp::drive how) {
+        if (const id_ptr alive = weak.lock()) pump_from_application(alive, how);
+      });
   ops.queued_reads = [weak]() -> std::size_t {
     const id_ptr alive = weak.lock();
     return alive ? queued_reads(alive) : 0;

@@ -106,6 +106,11 @@ class soft_provider : public provider {  // not final: tests override single cal
     /// written to their sockets; a READ that arrives past it is refused
     /// (REM_INV_REQ_ERR, the link closes), as one past the responder resources.
     std::size_t queued_read_bytes_total = std::size_t{256} << 20;
+    /// How long a poll of a CQ keeps the links of its QPs for the polling
+    /// thread (the progress thread leaves their sockets alone meanwhile): a
+    /// poller that stops without arming the CQ delays its peer's requests by
+    /// this much at most. Arming the CQ ends it at once.
+    std::chrono::microseconds poll_lease{1000};
   };
   void set_limits(const limits& l) noexcept { limits_ = l; }
 
@@ -122,6 +127,8 @@ class soft_provider : public provider {  // not final: tests override single cal
     std::atomic<std::size_t> live_ids{0};
     /// Links that failed (EOF, reset, a write error, a frame refused, a deadline).
     std::atomic<std::size_t> link_failures{0};
+    /// Times the progress thread left a link to a polling application thread.
+    std::atomic<std::size_t> parks{0};
   };
   [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
   [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
@@ -132,6 +139,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   }
   [[nodiscard]] std::size_t live_ids() const noexcept { return totals_.live_ids.load(); }
   [[nodiscard]] std::size_t link_failures() const noexcept { return totals_.link_failures.load(); }
+  [[nodiscard]] std::size_t parks() const noexcept { return totals_.parks.load(); }
 
  private:
   struct device_storage;
