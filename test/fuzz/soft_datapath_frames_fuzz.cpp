@@ -470,7 +470,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::lock_guard lock(cq.mutex);
       check(cq.entries.size() == m.wcs.size(), "a different number of completions");
       for (std::size_t i = 0; i < m.wcs.size(); ++i)
-        check(same(cq.entries[i], m.wcs[i]), "a completion differs from the model's");
+        check(same(cq.entries.at(i), m.wcs[i]), "a completion differs from the model's");
     }
     if (got == dp::verdict::protocol_error) break;  // the provider fails the link
   }
