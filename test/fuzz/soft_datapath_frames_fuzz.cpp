@@ -54,7 +54,8 @@ namespace {
 namespace prov = arpma::provider;
 namespace dp = arpma::provider::soft_dp;
 namespace wire = arpma::provider::soft_wire;
-using u128 = unsigned __int128;
+__extension__ typedef unsigned __int128
+    u128;  // NOLINT(modernize-use-using): __extension__ keeps -Wpedantic quiet
 using prov::wc_opcode;
 using prov::wc_status;
 

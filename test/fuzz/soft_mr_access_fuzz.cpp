@@ -32,7 +32,8 @@ namespace {
 
 namespace prov = arpma::provider;
 namespace dp = arpma::provider::soft_dp;
-using u128 = unsigned __int128;
+__extension__ typedef unsigned __int128
+    u128;  // NOLINT(modernize-use-using): __extension__ keeps -Wpedantic quiet
 
 constexpr const char* kName = "soft_mr_access_fuzz";
 
