@@ -169,11 +169,11 @@ class soft_pair : public ::testing::Test {
     ASSERT_FALSE(soft.create_qp(s.id, s.pd, config));
   }
 
-  /// Connects `a` (active) to `b` (passive), each with a QP; `before_accept`
-  /// runs on the passive side with its QP made (to post receives early).
+  /// Connects `a` (active) to `b` (passive), each with a QP; objects made
+  /// beforehand (b's PD for an SRQ) are kept.
   void connect(qp_shape shape_a = {}, qp_shape shape_b = {}) {
-    make_objects(a);
-    make_objects(b);
+    if (a.pd == nullptr) make_objects(a);
+    if (b.pd == nullptr) make_objects(b);
     prov::cm_id* listener = soft.create_id(b.ch, 1).value();
     const sockaddr_in any = loopback(0);
     ASSERT_FALSE(soft.bind_addr(listener, sa(any)));
