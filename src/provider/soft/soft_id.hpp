@@ -178,6 +178,11 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   // requests straight to the socket when nothing is queued (no hop through
   // the progress thread), else frames queue for the progress thread.
   std::mutex tx_mutex;
+  /// Keeps tx_fd open while a receiver uses it (close_link and open_tx take
+  /// it besides tx_mutex): receiving takes no tx_mutex, so a recv never makes
+  /// a sender wait, nor a sendmsg the receiver. Receivers are one at a time
+  /// (rx_mutex), so it is uncontended but for the link's opening and closing.
+  std::mutex fd_mutex;
   int tx_fd = -1;          ///< the socket while it is open and connected
   bool tx_sealed = false;  ///< half-close requested: no frame is accepted any more
   std::deque<tx_frame> out;

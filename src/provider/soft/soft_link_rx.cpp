@@ -74,7 +74,7 @@ fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
   ssize_t n = 0;
   {
     // The descriptor stays open during the call (close_link takes the lock).
-    const std::lock_guard lock(id.tx_mutex);
+    const std::lock_guard lock(id.fd_mutex);
     if (id.tx_fd < 0) return fill_result::would_block;
     const std::size_t want = std::min(id.rx.size() - id.rx_end, limit);
     n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
@@ -122,7 +122,7 @@ bool large_write(const frame_header& h) noexcept {
 /// Reads `n` bytes the socket holds into `dst`; false (rx_error set) if it
 /// does not deliver them.
 bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
-  const std::lock_guard lock(id.tx_mutex);
+  const std::lock_guard lock(id.fd_mutex);
   std::size_t got = 0;
   while (got < n && id.tx_fd >= 0) {
     const ssize_t r = ::recv(id.tx_fd, dst + got, n - got, MSG_DONTWAIT);
@@ -139,7 +139,7 @@ bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
 }
 
 std::size_t socket_holds(soft_id& id) {
-  const std::lock_guard lock(id.tx_mutex);
+  const std::lock_guard lock(id.fd_mutex);
   int n = 0;
   return id.tx_fd >= 0 && ::ioctl(id.tx_fd, FIONREAD, &n) == 0 && n > 0
              ? static_cast<std::size_t>(n)

@@ -32,8 +32,8 @@ void write_next(const id_ptr& id);
 void close_link(const id_ptr& id) {
   id->link_closed = true;
   {
-    // After this no application thread writes to the descriptor.
-    const std::lock_guard lock(id->tx_mutex);
+    // After this no thread sends on or receives from the descriptor.
+    const std::scoped_lock lock(id->tx_mutex, id->fd_mutex);
     id->tx_fd = -1;
   }
   boost::system::error_code ignored;
@@ -358,7 +358,7 @@ tcp::socket& reactor_socket(soft_id& id) {
 }
 
 void open_tx(soft_id& id) {
-  const std::lock_guard lock(id.tx_mutex);
+  const std::scoped_lock lock(id.tx_mutex, id.fd_mutex);
   id.tx_fd = id.socket->native_handle();
 }
 
