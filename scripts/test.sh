@@ -50,6 +50,11 @@ for preset in ${presets}; do
   cmake --build --preset "${preset}" -j "${jobs}"
   banner "[${preset}] test"
   ctest --preset "${preset}"
+  if [[ ${preset} == default ]]; then
+    # The same connections, data path and example pairs over IPv6 (the soft provider on ::1).
+    banner "[default] integration tests and examples over IPv6 (ARPMA_TEST_ADDR=::1)"
+    ARPMA_TEST_ADDR=::1 ctest --preset default -L 'integration|examples'
+  fi
   passed+=("${preset}")
 done
 

@@ -106,12 +106,19 @@ class provider_datapath_integration : public ::testing::Test {
     ASSERT_FALSE(p.create_qp(e.id, e.pd, config));
   }
 
+  /// The test address (IPv4 or IPv6) with `port`.
   sockaddr_storage address(std::uint16_t port) const {
     sockaddr_storage out{};
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out);
+    if (inet_pton(AF_INET6, addr.c_str(), &in6->sin6_addr) == 1) {
+      in6->sin6_family = AF_INET6;
+      in6->sin6_port = htons(port);
+      return out;
+    }
     auto* in = reinterpret_cast<sockaddr_in*>(&out);
     in->sin_family = AF_INET;
     in->sin_port = htons(port);
-    (void)inet_pton(AF_INET, addr.c_str(), &in->sin_addr);
+    EXPECT_EQ(inet_pton(AF_INET, addr.c_str(), &in->sin_addr), 1) << addr;
     return out;
   }
 
