@@ -296,7 +296,8 @@ bool leased(const soft_id& id) noexcept {
   return end != 0 && now_ns() < end;
 }
 
-/// Ends a park (at most once however many try): the progress thread reads.
+/// Ends a park: the progress thread reads (pump clears rx_parked, so a second
+/// unpark of the same park finds nothing to do).
 void unpark(const id_ptr& id) {
   if (id->rx_parked.load()) pump(id);
 }
