@@ -18,6 +18,8 @@ PACKAGES=(
   # bench/syscalls.sh: per-operation syscalls (strace), context switches and CPU time (perf),
   # and the baselines an RDMA engineer would use: sockperf (TCP), perftest (ib_*_lat)
   strace linux-perf sockperf perftest
+  # test/fault/run.py: the stacks of a process that hung, in the failure report
+  gdb
   # formatting and linting (scripts/lint.sh)
   clang-format clang-tidy
   # sanitizer runtimes for clang builds (the asan/tsan presets also work with g++)

@@ -114,6 +114,18 @@ def free_port():
     raise RuntimeError("no free port")
 
 
+def thread_stacks(pid):
+    """Every thread's stack of a hung process (gdb, when installed): what a hang report needs."""
+    try:
+        out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "(no stacks: %s)" % e
+    return "\n".join(line for line in out.stdout.splitlines()
+                     if line.startswith(("Thread ", "#")))
+
+
 class Proc:
     """One process: its output goes to files; wait() bounds it."""
 
@@ -127,6 +139,7 @@ class Proc:
             self.p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                       env=env, start_new_session=True)
         self.timed_out = False
+        self.stacks = ""
         self.rc = None
 
     def wait(self, deadline):
@@ -134,6 +147,7 @@ class Proc:
             self.rc = self.p.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.timed_out = True
+            self.stacks = thread_stacks(self.p.pid)
             os.killpg(self.p.pid, signal.SIGKILL)
             self.rc = self.p.wait()
         return self.rc
@@ -200,7 +214,14 @@ class Proc:
 
     def tail(self, lines=15):
         text = self.stdout().splitlines()[-lines:] + self.stderr().splitlines()[-lines:]
+        if self.stacks:
+            text += ["stacks when it was killed:"] + self.stacks.splitlines()
         return "\n".join("    %s | %s" % (self.name, line) for line in text)
+
+
+def report(failures):
+    for what, res in failures:
+        print("\nFAILED: %s: %s\n%s" % (what, "; ".join(res["problems"]), res.get("log", "")))
 
 
 class Driver:
@@ -254,6 +275,10 @@ class Driver:
             why = p.verdict()
             if why:
                 problems.append("%s: %s" % (name, why))
+            elif not k and p.rc != 0:
+                # Without a fault every program succeeds; a count run that gave up counted the
+                # points of a path nobody meant to test (a pair that never connected).
+                problems.append("%s: exit status %d with no fault injected" % (name, p.rc))
         # everything read now: the files go with the temporary directory
         result = {"problems": problems, "reached": True, "recovered": False,
                   "points": {name: p.points() for name, p in procs.items()}}
@@ -350,6 +375,7 @@ class Driver:
                     for i, point in enumerate(names, 1):
                         print("    %3d %s" % (i, point))
         if self.args.list:
+            report(failures)
             return 1 if failures else 0
         totals = {"runs": 0, "not_reached": 0, "recovered": 0}
         for label, runner, count, points, serial in plan:
@@ -375,8 +401,7 @@ class Driver:
         pool.shutdown()
         serial_pool.shutdown()
         elapsed = time.monotonic() - t_start
-        for what, res in failures:
-            print("\nFAILED: %s: %s\n%s" % (what, "; ".join(res["problems"]), res.get("log", "")))
+        report(failures)
         print("\nfault: %d programs, %d injection runs (+%d count runs), %d not clean, "
               "%d points not reached, %d recovered, %.1f s" %
               (len(progs), totals["runs"], len(progs), len(failures), totals["not_reached"],
