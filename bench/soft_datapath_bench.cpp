@@ -294,7 +294,10 @@ double soft_write_bandwidth(int rounds) {
 struct tcp_pair {
   int client = -1;
   int server = -1;
-  tcp_pair() {
+  /// `nodelay`: TCP_NODELAY on both ends (request/response); without it,
+  /// Nagle coalesces small writes, as a streaming application (qperf's
+  /// tcp_bw) leaves it.
+  explicit tcp_pair(bool nodelay = true) {
     const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr = loopback(0);
     socklen_t len = sizeof addr;
@@ -309,7 +312,7 @@ struct tcp_pair {
     ::close(listener);
     const int one = 1;
     for (int fd : {client, server})
-      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      if (nodelay) (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   tcp_pair(const tcp_pair&) = delete;
   tcp_pair& operator=(const tcp_pair&) = delete;
@@ -474,8 +477,8 @@ double soft_write_bandwidth_at(std::size_t size) {
 
 /// Messages of `size` streamed over TCP for about sweep_point_s, until the
 /// peer has read them all, in MB/s.
-double tcp_bandwidth_at(std::size_t size) {
-  tcp_pair pair;
+double tcp_bandwidth_at(std::size_t size, bool nodelay = true) {
+  tcp_pair pair(nodelay);
   std::thread sink([&pair, size] {
     std::vector<std::uint8_t> buf(std::max<std::size_t>(size, 64 << 10));
     while (::recv(pair.server, buf.data(), buf.size(), 0) > 0) {
@@ -497,6 +500,13 @@ double tcp_bandwidth_at(std::size_t size) {
   sink.join();
   return static_cast<double>(size) * sent / sec / 1e6;
 }
+
+/// 64 B messages per second, in millions: RDMA writes kept `depth` deep
+/// (each completed, i.e. placed at the peer) against a TCP stream of 64 B
+/// writes (each in the peer's socket buffer when counted).
+double soft_message_rate(int /*rounds*/) { return soft_write_bandwidth_at(small) / small; }
+double tcp_message_rate(int /*rounds*/) { return tcp_bandwidth_at(small, false) / small; }
+double tcp_nodelay_message_rate(int /*rounds*/) { return tcp_bandwidth_at(small, true) / small; }
 
 struct sweep_point {
   std::size_t size;
@@ -549,7 +559,7 @@ paired interleave(Soft soft, Tcp tcp) {
   return {median(s), median(t), median(r)};
 }
 
-void write_json(const std::string& path, const paired& rtt, const paired& bw,
+void write_json(const std::string& path, const paired& rtt, const paired& bw, const paired& rate,
                 const std::vector<sweep_point>& points) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw std::runtime_error("cannot write " + path);
@@ -557,8 +567,12 @@ void write_json(const std::string& path, const paired& rtt, const paired& bw,
   std::fprintf(f,
                "  \"rtt_64b_us\": {\"tcp\": %.3f, \"soft\": %.3f, \"ratio\": %.3f},\n"
                "  \"write_bw_64k_qd%d_mbps\": {\"tcp\": %.1f, \"soft\": %.1f, \"ratio\": "
-               "%.3f},\n  \"sweep\": [",
+               "%.3f},\n",
                rtt.tcp, rtt.soft, rtt.ratio, depth, bw.tcp, bw.soft, bw.ratio);
+  std::fprintf(f,
+               "  \"msg_rate_64b_qd%d_mops\": {\"tcp\": %.4f, \"soft\": %.4f, \"ratio\": "
+               "%.3f},\n  \"sweep\": [",
+               depth, rate.tcp, rate.soft, rate.ratio);
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     std::fprintf(f,
@@ -604,6 +618,8 @@ int main(int argc, char** argv) {
     }
     const paired rtt = interleave(soft_rtt, tcp_rtt);
     const paired bw = interleave(soft_write_bandwidth, tcp_bandwidth);
+    const paired rate = interleave(soft_message_rate, tcp_message_rate);
+    const paired rate_nodelay = interleave(soft_message_rate, tcp_nodelay_message_rate);
     std::printf("64 B ping-pong round trip, median of %d rounds of %d (TCP and soft in turn):\n",
                 paired_rounds, pings_per_round);
     std::printf("  raw TCP %8.1f us   soft send/recv %8.1f us   ratio %.2f (target <= 1.5)\n",
@@ -613,6 +629,13 @@ int main(int argc, char** argv) {
     std::printf(
         "  raw TCP %8.0f MB/s soft RDMA write QD%d %8.0f MB/s  ratio %.2f (target >= 0.7)\n",
         bw.tcp, depth, bw.soft, bw.ratio);
+    std::printf("64 B messages per second, %.1f s per point, median of %d rounds (in turn):\n",
+                sweep_point_s, paired_rounds);
+    std::printf(
+        "  TCP stream %6.3f M/s   soft RDMA write QD%d %6.3f M/s   ratio %.2f (target >= 1.0)\n",
+        rate.tcp, depth, rate.soft, rate.ratio);
+    std::printf("  TCP_NODELAY stream %6.3f M/s   soft %6.3f M/s   ratio %.2f\n", rate_nodelay.tcp,
+                rate_nodelay.soft, rate_nodelay.ratio);
     // What fault-guarded copies into registered memory cost (docs/soft-provider.md,
     // "Memory safety"): the same round trip with plain copies, rounds in turn.
     const paired guard = interleave(soft_rtt, [](int rounds) {
@@ -631,7 +654,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       points = sweep();
     }
-    if (!json.empty()) write_json(json, rtt, bw, points);
+    if (!json.empty()) write_json(json, rtt, bw, rate, points);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "soft_datapath_bench: %s\n", e.what());

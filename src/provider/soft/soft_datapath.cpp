@@ -254,7 +254,10 @@ bool start(mr_table& t, soft_qp& qp, const send_wr& wr, outstanding& o) {
   }
   o.sent = true;
   if (wr.opcode == wr_opcode::rdma_read) ++qp.reads_out;
-  qp.link.send(std::move(r.head), r.data);
+  // Behind a request still awaiting its response this one may wait for the
+  // next (the link sends the batch at the latest when that response arrives).
+  const bool batch = qp.sq.size() > 1 && qp.sq.front().sent;
+  qp.link.send(std::move(r.head), r.data, batch);
   return true;
 }
 
@@ -280,12 +283,12 @@ void release_held(soft_qp& qp) {
 /// A request the responder cannot execute: NAK to the requester, and this QP
 /// goes to error so nothing the requester posted later takes effect here.
 verdict refuse(soft_qp& qp, wc_status status) {
-  qp.link.send(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {});
+  qp.link.send(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {}, false);
   flush_all(qp);
   return verdict::done;
 }
 
-void acknowledge(soft_qp& qp) { qp.link.send(small_frame(frame_type::ack, 1), {}); }
+void acknowledge(soft_qp& qp) { qp.link.send(small_frame(frame_type::ack, 1), {}, false); }
 
 bool has_recv(soft_qp& qp) {
   if (qp.srq == nullptr) return !qp.rq.empty();
@@ -375,7 +378,8 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
   if ((qp.link.queued_reads && qp.link.queued_reads() >= qp.link.max_reads_in) ||
       (qp.link.read_budget_spent && qp.link.read_budget_spent())) {
     qp.link.send(
-        small_frame(frame_type::nak, static_cast<std::uint32_t>(wc_status::rem_inv_req_err)), {});
+        small_frame(frame_type::nak, static_cast<std::uint32_t>(wc_status::rem_inv_req_err)), {},
+        false);
     flush_all(qp);
     return verdict::protocol_error;
   }
@@ -386,7 +390,7 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
     src = within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_read);
     if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
   }
-  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len});
+  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len}, false);
   return verdict::done;
 }
 

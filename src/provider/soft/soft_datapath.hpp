@@ -86,8 +86,10 @@ enum class drive : std::uint8_t {
 struct link_ops {
   /// Writes a frame, then `tail` (the rest of its payload, read where it
   /// lies: registered memory the caller holds the MR table's lock over), to
-  /// the link, in order with every frame written before.
-  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail)> send;
+  /// the link, in order with every frame written before. With `batch` (a
+  /// request posted while an earlier one awaits its response) the link may
+  /// hold it back to go out with the next ones (soft_link::send_frame).
+  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail, bool batch)> send;
   /// Moves the link's received frames on the calling thread (a CQ poll), or
   /// gives the link back to the progress thread (the CQ was armed). Shared,
   /// so a poll takes it from under the QP's lock without copying the

@@ -194,6 +194,12 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   int ack_idle = 0;                             ///< ticks in a row that found nothing to send
   std::optional<asio::steady_timer> ack_timer;  ///< the progress thread's
   bool writing = false;
+  /// `cork` holds requests batched behind one awaiting its response (then
+  /// `out` is empty and nothing writes): the next flush point sends them in
+  /// one sendmsg (soft_link_tx.cpp, "Batching"). Atomic so that a poll can
+  /// look without taking tx_mutex.
+  std::atomic<bool> corked{false};
+  std::vector<std::uint8_t> cork;  ///< the corked frames, back to back (capacity kept)
   after_write then = after_write::nothing;
 
   /// Queues an event of this id on its channel, unless the id is destroyed.

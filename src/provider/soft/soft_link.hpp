@@ -33,8 +33,13 @@ void link_failed(const id_ptr& id, int err);
 /// Sends a frame on the id's link, from any thread, in order with every frame
 /// sent before; dropped when the link is not open or is half-closed. An ACK
 /// is only counted: it rides along with the next frame (a reply usually
-/// follows at once) or goes out at the next flush_acks.
-void send_frame(const id_ptr& id, frame f, byte_span tail = {});
+/// follows at once) or goes out at the next flush_acks. With `batch` (a
+/// request behind one awaiting its response) a small frame may wait for the
+/// next flush point, at most an ack tick (soft_link_tx.cpp, "Batching").
+void send_frame(const id_ptr& id, frame f, byte_span tail = {}, bool batch = false);
+
+/// Sends the requests batched on the link now.
+void flush_batch(const id_ptr& id);
 
 /// Sends the acknowledgements still pending, alone.
 void flush_acks(const id_ptr& id);

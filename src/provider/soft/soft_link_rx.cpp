@@ -379,7 +379,8 @@ void pump(const id_ptr& id) {
     if (id->reading_paused) return;
     next = pump_locked(id, rx_mode::progress);
   }
-  flush_acks(id);  // everything readable is executed: acknowledge it in one frame
+  flush_batch(id);  // what was read may be the response a batch waited for
+  flush_acks(id);   // everything readable is executed: acknowledge it in one frame
   if (next == rx_next::more) wait_readable(id);
 }
 
@@ -389,6 +390,9 @@ void end_lease(const id_ptr& id) {
 }
 
 void pump_from_application(const id_ptr& id, soft_dp::drive how) {
+  // The poller (or the thread going to sleep on the CQ) waits for what it
+  // batched: it goes out first.
+  flush_batch(id);
   if (how == soft_dp::drive::release) return release(id);
   // Taken before trying the receiver: a progress thread that wakes now
   // leaves the socket to this thread rather than contending for it.

@@ -25,6 +25,15 @@ namespace {
 
 constexpr auto linger_timeout = std::chrono::seconds(5);
 
+// Batching: a request posted while an earlier one awaits its response waits
+// in the link's cork for the next flush point -- the link is read (the
+// response arrives: pump, pump_from_application), a CQ of the QP is polled or
+// armed, a frame that may not wait is sent, or the ack ticker fires (1 ms) --
+// and the batch goes out in one sendmsg, as a NIC's doorbell takes a list of
+// WRs. Only small frames wait, and only so many bytes: a full cork is sent.
+constexpr std::size_t cork_frame_max = 4096;
+constexpr std::size_t cork_bytes_max = 64 << 10;
+
 void write_next(const id_ptr& id);
 
 }  // namespace
@@ -35,6 +44,8 @@ void close_link(const id_ptr& id) {
     // After this no thread sends on or receives from the descriptor.
     const std::scoped_lock lock(id->tx_mutex, id->fd_mutex);
     id->tx_fd = -1;
+    id->cork.clear();
+    id->corked.store(false);
   }
   boost::system::error_code ignored;
   if (id->off_reactor) {
@@ -186,12 +197,67 @@ void tail_unreadable(const id_ptr& id) {
   asio::post(*id->io, [id] { link_failed(id, EFAULT); });
 }
 
+/// Whether `size` more bytes (`response`: of a READ response) may wait in
+/// the cork. Called with tx_mutex held.
+bool corkable(const soft_id& id, std::size_t size, bool response) noexcept {
+  return !response && !id.writing && id.out.empty() && size <= cork_frame_max &&
+         id.cork.size() + size <= cork_bytes_max;
+}
+
+/// Appends the frames to the cork; false when `tail` could not be read.
+/// Called with tx_mutex held.
+bool cork(soft_id& id, const frame& acks, const frame& f, byte_span tail) {
+  if (id.cork.capacity() == 0) id.cork.reserve(cork_bytes_max);
+  const std::size_t at = id.cork.size();
+  id.cork.insert(id.cork.end(), acks.begin(), acks.end());
+  id.cork.insert(id.cork.end(), f.begin(), f.end());
+  id.cork.resize(id.cork.size() + tail.size());
+  if (!soft_mem::copy_from_region(id.cork.data() + id.cork.size() - tail.size(), tail.data(),
+                                  tail.size())) {
+    id.cork.resize(at);
+    return false;
+  }
+  id.corked.store(true);
+  if (!f.empty() && id.totals != nullptr) id.totals->batched.fetch_add(1);
+  return true;
+}
+
+/// Sends the cork in one sendmsg; what the socket does not take goes first
+/// in `out`. True when the progress thread's writer must take over (the
+/// caller sets `writing` and posts write_next). Called with tx_mutex held.
+bool uncork(soft_id& id) {
+  if (!id.corked.load()) return false;
+  id.corked.store(false);
+  const std::size_t sent = send_now(id.tx_fd, {byte_span(id.cork), {}, {}});
+  const bool rest = sent < id.cork.size();
+  if (rest) {
+    id.out_offset = 0;
+    enqueue(id, frame(id.cork.begin() + static_cast<std::ptrdiff_t>(sent), id.cork.end()));
+  }
+  id.cork.clear();
+  return rest;
+}
+
 /// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
 /// frame before them: written at once when nothing is queued, else queued
 /// for the progress thread (what is queued of `tail` is copied: it is only
 /// borrowed). Called with `lock` (tx_mutex) held; may release it.
 void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, frame f,
-              byte_span tail = {}) {
+              byte_span tail = {}, bool batch = false) {
+  const bool response = is_read_response(f);
+  if ((batch || id->corked.load()) &&
+      corkable(*id, acks.size() + f.size() + tail.size(), response)) {
+    if (!cork(*id, acks, f, tail)) return tail_unreadable(id);
+    frame_cache::give_back(std::move(f));
+    frame_cache::give_back(std::move(acks));
+    if (batch || !uncork(*id)) return;
+    id->writing = true;
+    lock.unlock();
+    asio::post(*id->io, [id] { write_next(id); });
+    return;
+  }
+  // A frame that may not wait takes the batch out before it.
+  const bool take_over = uncork(*id);
   std::size_t sent = 0;
   if (!id->writing && id->out.empty()) {
     sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
@@ -202,7 +268,6 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
     }
   }
   const bool start = !id->writing && id->out.empty();
-  const bool response = is_read_response(f);
   // Whatever is left, in order; the first piece may be partly written.
   std::array<frame*, 2> pieces{&acks, &f};
   for (frame* piece : pieces) {
@@ -222,7 +287,7 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
     if (!append_region(rest, tail)) return tail_unreadable(id);
     enqueue(*id, std::move(rest), response, response);
   }
-  if (!start) return;
+  if (!start && !take_over) return;
   id->writing = true;
   lock.unlock();
   asio::post(*id->io, [id] { write_next(id); });
@@ -230,14 +295,26 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
 
 }  // namespace
 
-void send_frame(const id_ptr& id, frame f, byte_span tail) {
+void send_frame(const id_ptr& id, frame f, byte_span tail, bool batch) {
   std::unique_lock lock(id->tx_mutex);
   if (id->tx_fd < 0 || id->tx_sealed) return;
   if (is_ack(f)) {
     id->ack_pending += get_u32(f.data() + header_size);
     return;
   }
-  transmit(id, lock, take_acks(*id), std::move(f), tail);
+  transmit(id, lock, take_acks(*id), std::move(f), tail, batch);
+  if (!batch || !lock.owns_lock() || !id->corked.load() || id->ack_ticker) return;
+  lock.unlock();
+  ensure_ack_ticker(id);  // a batch nobody flushes goes out within a tick
+}
+
+void flush_batch(const id_ptr& id) {
+  if (!id->corked.load()) return;
+  std::unique_lock lock(id->tx_mutex);
+  if (!id->corked.load() || id->tx_fd < 0 || !uncork(*id)) return;
+  id->writing = true;
+  lock.unlock();
+  asio::post(*id->io, [id] { write_next(id); });
 }
 
 void flush_acks(const id_ptr& id) {
@@ -260,11 +337,13 @@ void ack_tick(const id_ptr& id) {
   id->ack_timer->async_wait([id](const boost::system::error_code& ec) {
     std::unique_lock lock(id->tx_mutex);
     frame acks;
-    if (!ec && !id->link_closed && id->tx_fd >= 0 && !id->tx_sealed) acks = take_acks(*id);
-    id->ack_idle = acks.empty() ? id->ack_idle + 1 : 0;
+    const bool open = !ec && !id->link_closed && id->tx_fd >= 0 && !id->tx_sealed;
+    if (open) acks = take_acks(*id);
+    const bool batch = open && id->corked.load();
+    id->ack_idle = acks.empty() && !batch ? id->ack_idle + 1 : 0;
     id->ack_ticker = !ec && !id->link_closed && id->ack_idle < ack_idle_ticks;
     const bool again = id->ack_ticker;
-    if (!acks.empty()) transmit(id, lock, std::move(acks), {});
+    if (!acks.empty() || batch) transmit(id, lock, std::move(acks), {});
     if (again) ack_tick(id);
   });
 }
@@ -274,7 +353,7 @@ void ack_tick(const id_ptr& id) {
 void ensure_ack_ticker(const id_ptr& id) {
   {
     const std::lock_guard lock(id->tx_mutex);
-    if (id->ack_pending == 0 || id->ack_ticker) return;
+    if ((id->ack_pending == 0 && !id->corked.load()) || id->ack_ticker) return;
     id->ack_ticker = true;
     id->ack_idle = 0;
   }
@@ -296,6 +375,13 @@ void write_next(const id_ptr& id) {
   std::vector<asio::const_buffer> buffers;
   {
     const std::lock_guard lock(id->tx_mutex);
+    if (id->corked.load() && id->out.empty() && !id->link_closed) {
+      // The writer (a finishing link's) takes the batch along, in order.
+      id->out_offset = 0;
+      enqueue(*id, frame(id->cork.begin(), id->cork.end()));
+      id->cork.clear();
+      id->corked.store(false);
+    }
     if (id->link_closed || id->out.empty()) {
       drop_queued(*id);
       id->out_offset = 0;
@@ -365,9 +451,9 @@ void open_tx(soft_id& id) {
 namespace {
 
 /// How a QP writes its frames: through the id's link while the id lives.
-std::function<void(frame, byte_span)> link_of(const id_ptr& id) {
-  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail) {
-    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail);
+std::function<void(frame, byte_span, bool)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail, bool batch) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail, batch);
   };
 }
 

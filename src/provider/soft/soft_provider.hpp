@@ -129,6 +129,8 @@ class soft_provider : public provider {  // not final: tests override single cal
     std::atomic<std::size_t> link_failures{0};
     /// Times the progress thread left a link to a polling application thread.
     std::atomic<std::size_t> parks{0};
+    /// Requests that waited in a link's cork to go out with the next ones.
+    std::atomic<std::size_t> batched{0};
   };
   [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
   [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
@@ -140,6 +142,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   [[nodiscard]] std::size_t live_ids() const noexcept { return totals_.live_ids.load(); }
   [[nodiscard]] std::size_t link_failures() const noexcept { return totals_.link_failures.load(); }
   [[nodiscard]] std::size_t parks() const noexcept { return totals_.parks.load(); }
+  [[nodiscard]] std::size_t batched() const noexcept { return totals_.batched.load(); }
 
  private:
   struct device_storage;
