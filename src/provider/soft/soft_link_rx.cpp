@@ -409,6 +409,7 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   flush_acks(id);
   const rx_next next = pump_locked(id, rx_mode::application);
   lock.unlock();
+  flush_batch(id);  // what the responses released (held WRs), or other threads posted
   ensure_ack_ticker(id);
   if (next != rx_next::hand_over) return;
   try {
