@@ -199,7 +199,7 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   /// one sendmsg (soft_link_tx.cpp, "Batching"). Atomic so that a poll can
   /// look without taking tx_mutex.
   std::atomic<bool> corked{false};
-  std::vector<std::uint8_t> cork;  ///< the corked frames, back to back (capacity kept)
+  frame cork;  ///< the corked frames, back to back (capacity kept)
   after_write then = after_write::nothing;
 
   /// Queues an event of this id on its channel, unless the id is destroyed.

@@ -211,9 +211,7 @@ bool cork(soft_id& id, const frame& acks, const frame& f, byte_span tail) {
   const std::size_t at = id.cork.size();
   id.cork.insert(id.cork.end(), acks.begin(), acks.end());
   id.cork.insert(id.cork.end(), f.begin(), f.end());
-  id.cork.resize(id.cork.size() + tail.size());
-  if (!soft_mem::copy_from_region(id.cork.data() + id.cork.size() - tail.size(), tail.data(),
-                                  tail.size())) {
+  if (!append_region(id.cork, tail)) {
     id.cork.resize(at);
     return false;
   }
