@@ -33,7 +33,17 @@ PACKAGES=(
   doxygen
   # librpma 1.2, the library arpma replaces: differential tests (test/compat/)
   librpma-dev
+  # fio's librpma engines from Debian's source package (test/thirdparty/fio.sh): dpkg-source
+  # unpacks it; the engines need libpmem and protobuf-c
+  dpkg-dev libpmem-dev libprotobuf-c-dev
 )
+
+# `apt-get source fio` needs a deb-src entry for Debian's archive; add one for this release
+# when apt knows no source package yet.
+need_sources=0
+if ! apt-cache showsrc fio 2>/dev/null | grep -q '^Package: fio'; then
+  need_sources=1
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -43,7 +53,7 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
+if [[ ${#missing[@]} -eq 0 && ${need_sources} -eq 0 ]]; then
   echo "all dependencies present"
   exit 0
 fi
@@ -58,7 +68,16 @@ if [[ "$(id -u)" -ne 0 ]]; then
   fi
 fi
 
-echo "install-deps: installing ${missing[*]}"
+if [[ ${need_sources} -eq 1 ]]; then
+  codename="$(. /etc/os-release && echo "${VERSION_CODENAME}")"
+  echo "install-deps: adding deb-src for Debian ${codename} (/etc/apt/sources.list.d/arpma-deb-src.sources)"
+  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+    "${codename}" /usr/share/keyrings/debian-archive-keyring.gpg |
+    "${SUDO[@]}" tee /etc/apt/sources.list.d/arpma-deb-src.sources >/dev/null
+fi
 "${SUDO[@]}" apt-get update
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-  apt-get install -y --no-install-recommends "${missing[@]}"
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "install-deps: installing ${missing[*]}"
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+fi

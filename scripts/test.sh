@@ -2,10 +2,15 @@
 # Installs dependencies, then configures, builds and tests arpma with each
 # CMake preset in ARPMA_TEST_PRESETS (default: "default asan tsan").
 #
-# --rxe: then also runs the integration tests and the conn_req_new examples of
-# build/default (built first if "default" is not among the presets) on the
-# verbs provider inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real
-# rdma-core. A guest that cannot be started fails the run (no skipping).
+# The default preset also builds fio from Debian's source package against an
+# install of arpma and runs its librpma engines on the soft provider
+# (test/thirdparty/fio.sh).
+#
+# --rxe: then also runs the integration tests, the conn_req_new examples and
+# fio's librpma engines (on arpma and on Debian's librpma) of build/default
+# (built first if "default" is not among the presets) on the verbs provider
+# inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core. A
+# guest that cannot be started fails the run (no skipping).
 #
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
 # ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
@@ -54,6 +59,9 @@ for preset in ${presets}; do
     # The same connections, data path and example pairs over IPv6 (the soft provider on ::1).
     banner "[default] integration tests and examples over IPv6 (ARPMA_TEST_ADDR=::1)"
     ARPMA_TEST_ADDR=::1 ctest --preset default -L 'integration|examples'
+    banner "[default] fio's librpma engines (Debian's fio source, unchanged) on arpma, soft provider"
+    test/thirdparty/fio.sh build build/default
+    ARPMA_PROVIDER=soft test/thirdparty/fio.sh run build/default
   fi
   passed+=("${preset}")
 done
@@ -63,6 +71,7 @@ if [[ ${rxe} -eq 1 ]]; then
     banner "[default] configure + build (for --rxe)"
     cmake --preset default
     cmake --build --preset default -j "${jobs}"
+    test/thirdparty/fio.sh build build/default
   fi
   banner "[rxe] integration tests + examples, verbs provider on rdma-core (Soft-RoCE guest)"
   rxe_start=${SECONDS}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside the Soft-RoCE guest: the integration tests and the examples of
 # the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0),
-# and the librpma 1.2 comparison of test/compat/.
+# the librpma 1.2 comparison of test/compat/ and fio's librpma engines.
 #
 #   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default
 #
@@ -47,6 +47,16 @@ step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 1
 abi=()
 [[ -e $build/librpma-abi/librpma.so.0 ]] && abi=(--abi "$build/librpma-abi")
 step "compat: librpma 1.2 vs arpma" "$(dirname -- "${BASH_SOURCE[0]}")/../compat/run.sh" --bin-dir "$build/test/compat" "${abi[@]}"
+# fio's librpma engines, built from Debian's source on the host (test/thirdparty/fio.sh build;
+# scripts/test.sh does it), the same binary on arpma and on Debian's librpma 1.2; 2 MiB per job,
+# as the guest emulates its CPU.
+fio_sh=$(dirname -- "${BASH_SOURCE[0]}")/../thirdparty/fio.sh
+if compgen -G "$build/thirdparty/fio-[0-9]*/fio" >/dev/null; then
+  step "fio: librpma engines on arpma (verbs)" "$fio_sh" run "$build" --lib arpma --addr "$RXE_VM_IP" --io-size 2097152
+  step "fio: librpma engines on Debian's librpma 1.2" "$fio_sh" run "$build" --lib debian --addr "$RXE_VM_IP" --io-size 2097152
+else
+  printf '\n---- fio: not built, not run (on the host: test/thirdparty/fio.sh build %s)\n' "$build"
+fi
 # Fault injection on rdma-core (test/fault/run.py): only with a build that has the fault points
 # (ARPMA_FAULT_INJECTION, the asan preset), so not in CI's guest run (build/default). A subset:
 # the guest has one emulated CPU. All of it: test/vm/run-in-rxe-vm.sh -- test/fault/run.py
