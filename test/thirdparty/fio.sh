@@ -8,12 +8,13 @@
 #       -lrpma, i.e. arpma's librpma.so.0 drop-in). Idempotent: the source and the configured
 #       tree are kept; fio links librpma dynamically, so a new arpma needs no rebuild.
 #   test/thirdparty/fio.sh run BUILD_DIR [--lib arpma|debian] [--addr A] [--port P]
-#                                        [--io-size BYTES] [--out DIR]
+#                                        [--io-size BYTES] [--out DIR] [--only REGEX]
 #       Runs every server/client pair of the matrix below with the fio built above, on
 #       arpma (LD_LIBRARY_PATH=the prefix; the provider is whatever ARPMA_PROVIDER says) or on
 #       Debian's librpma (the loader's default librpma.so.0). Each job must end with exit
 #       status 0 on both sides, error 0 in fio's JSON and exactly numjobs x io-size bytes moved
-#       (read + write). Prints one table row per job (also as TSV in DIR/results.tsv, which
+#       (read + write); --only runs the pairs whose name (e.g. gpspm-write-qd1) matches.
+#       Prints one table row per job (also as TSV in DIR/results.tsv, which
 #       bench/fio-compare.sh reads) and exits 1 if any job failed.
 #
 # Matrix: librpma_apm (rw = write, read, rw) and librpma_gpspm (write, randwrite; its only
@@ -128,7 +129,7 @@ listening() {
 }
 
 do_run() {
-  lib=arpma addr=127.0.0.1 port=7240 io_size=$((16 << 20)) out=""
+  lib=arpma addr=127.0.0.1 port=7240 io_size=$((16 << 20)) out="" only=""
   while [[ $# -gt 0 ]]; do
     case $1 in
       --lib) lib=$2 ;;
@@ -136,6 +137,7 @@ do_run() {
       --port) port=$2 ;;
       --io-size) io_size=$2 ;;
       --out) out=$2 ;;
+      --only) only=$2 ;;
       *) die "unknown option $1" ;;
     esac
     shift 2 || die "$1 needs a value"
@@ -179,6 +181,7 @@ do_run() {
     [[ ${engine} == gpspm ]] && modes=(write randwrite)
     for rw in "${modes[@]}"; do
       for depth in 1 16; do
+        [[ ${engine}-${rw}-qd${depth} =~ ${only} ]] || continue
         run_pair "${engine}" "${rw}" "${depth}" "${fio}"
       done
     done
