@@ -4,13 +4,16 @@
 #
 # The default preset also builds fio from Debian's source package against an
 # install of arpma and runs its librpma engines on the soft provider
-# (test/thirdparty/fio.sh).
+# (test/thirdparty/fio.sh), and makes the Debian packages (package preset,
+# test/package/deb.sh build), checked unpacked.
 #
 # --rxe: then also runs the integration tests, the conn_req_new examples and
 # fio's librpma engines (on arpma and on Debian's librpma) of build/default
 # (built first if "default" is not among the presets) on the verbs provider
-# inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core. A
-# guest that cannot be started fails the run (no skipping).
+# inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core; last,
+# in the same guest, installs the Debian packages over Debian's librpma and
+# runs librpma programs and fio on them unchanged. A guest that cannot be
+# started fails the run (no skipping).
 #
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
 # ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
@@ -62,6 +65,8 @@ for preset in ${presets}; do
     banner "[default] fio's librpma engines (Debian's fio source, unchanged) on arpma, soft provider"
     test/thirdparty/fio.sh build build/default
     ARPMA_PROVIDER=soft test/thirdparty/fio.sh run build/default
+    banner "[package] Debian packages: cpack, checked unpacked (test/package/deb.sh build)"
+    test/package/deb.sh build
   fi
   passed+=("${preset}")
 done
@@ -72,11 +77,13 @@ if [[ ${rxe} -eq 1 ]]; then
     cmake --preset default
     cmake --build --preset default -j "${jobs}"
     test/thirdparty/fio.sh build build/default
+    test/package/deb.sh build
   fi
-  banner "[rxe] integration tests + examples, verbs provider on rdma-core (Soft-RoCE guest)"
+  banner "[rxe] integration tests, examples, compat, fio, then the Debian packages installed (Soft-RoCE guest)"
   rxe_start=${SECONDS}
   rc=0
-  test/vm/run-in-rxe-vm.sh --timeout 600 -- test/vm/in-guest.sh build/default || rc=$?
+  test/vm/run-in-rxe-vm.sh --timeout 900 -- test/vm/in-guest.sh build/default \
+    --packages build/package/deb || rc=$?
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
   if [[ ${rc} -eq 125 ]]; then

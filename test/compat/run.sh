@@ -15,6 +15,11 @@
 #   --abi DIR           also run each librpma-built program with LD_LIBRARY_PATH=DIR, where
 #                       arpma's librpma.so.0 drop-in is (src/CMakeLists.txt, ARPMA_LIBRPMA_ABI):
 #                       its output must equal the arpma variant's, line for line
+#   --installed         the system's librpma.so.0 is arpma's drop-in package (inside the guest,
+#                       after test/package/deb.sh install-check installed it over Debian's
+#                       librpma0): the librpma-built programs run unchanged, without
+#                       LD_LIBRARY_PATH, and each output must equal the arpma variant's; there
+#                       is no librpma 1.2 reference left to compare with
 #
 # Every test/compat/*.c program runs once linked with librpma and once with arpma; stdout (one
 # line per check) is compared after the lines listed in test/compat/expected-differences.txt
@@ -43,7 +48,8 @@ bin_dir=
 arpma_build=
 out_dir=
 abi_dir=
-usage() { sed -n '2,30{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+installed=0
+usage() { sed -n '2,35{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --guest) guest=1; shift ;;
@@ -51,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --arpma-build) arpma_build=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
     --out) out_dir=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
     --abi) abi_dir=${2:-}; shift 2 || { usage >&2; exit 2; } ;;
+    --installed) installed=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -213,6 +220,32 @@ unexpected=0
 total_checks=0
 diffs=$out_dir/diff.txt
 : >"$diffs"
+run_program() { # DIR PROGRAM OUTPUT_STEM [ENV...]: run it, append its exit status to STEM.out
+  local rc=0
+  env "${@:4}" timeout 300 "$bin_dir/$1/$2" "${dev_args[@]}" >"$3.out" 2>"$3.err" </dev/null || rc=$?
+  echo "$2: exit status $rc" >>"$3.out"
+}
+if [[ $installed -eq 1 ]]; then
+  log "installed: the librpma-built programs run on $(ldd "$bin_dir/librpma/compat_strings" |
+    awk '/librpma\.so/ { print $3 }'), the system's librpma.so.0"
+  for p in "${PROGRAMS[@]}"; do
+    run_program arpma "$p" "$out_dir/$p.arpma"
+    run_program librpma "$p" "$out_dir/$p.installed"
+    checks=$(sed -n "s/^$p: end, \([0-9]*\) checks\$/\1/p" "$out_dir/$p.arpma.out")
+    total_checks=$((total_checks + ${checks:-0}))
+    if diff -u --label "$p (arpma variant)" --label "$p (librpma binary on the installed drop-in)" \
+      "$out_dir/$p.arpma.out" "$out_dir/$p.installed.out" >>"$diffs"; then
+      log "$p: ${checks:-?} checks, the librpma binary on the installed drop-in matches"
+    else
+      log "$p: ${checks:-?} checks, the librpma binary on the installed drop-in DIFFERS"
+      unexpected=1
+    fi
+  done
+  log "installed: $total_checks checks in $((SECONDS - t_run)) s; outputs in $out_dir"
+  [[ $unexpected -eq 0 ]] || { cat "$diffs"; echo "compat: FAILED (installed drop-in)"; exit 1; }
+  log "PASSED: the unchanged librpma programs on the installed drop-in agree with arpma"
+  exit 0
+fi
 for p in "${PROGRAMS[@]}"; do
   for v in librpma arpma; do
     rc=0

@@ -14,6 +14,9 @@
 # The programs use the soft provider on loopback (ARPMA_PROVIDER=soft): no RDMA needed.
 #
 # usage: test/consumer/run.sh <build-dir>
+#        test/consumer/run.sh --prefix <dir>   an arpma already installed there (no install
+#                                              step), e.g. the Debian packages unpacked by
+#                                              test/package/deb.sh, or /usr once installed
 # Environment: CC, CXX (compilers), ARPMA_CONSUMER_GENERATOR (CMake generator),
 # ARPMA_CONSUMER_FLAGS (compile and link flags for both, e.g. -fsanitize=address for a
 # sanitizer build of arpma), ARPMA_CONSUMER_KEEP=1 (keep the temporary directory).
@@ -21,11 +24,16 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [[ $# -ne 1 ]]; then
-  echo "usage: test/consumer/run.sh <build-dir>" >&2
+build=""
+installed_prefix=""
+if [[ $# -eq 2 && $1 == --prefix ]]; then
+  installed_prefix="$(cd "$2" && pwd)"
+elif [[ $# -eq 1 ]]; then
+  build="$(cd "$1" && pwd)"
+else
+  echo "usage: test/consumer/run.sh <build-dir> | --prefix <dir>" >&2
   exit 2
 fi
-build="$(cd "$1" && pwd)"
 cc="${CC:-cc}"
 flags="${ARPMA_CONSUMER_FLAGS:-}"
 
@@ -35,16 +43,20 @@ if [[ "${ARPMA_CONSUMER_KEEP:-0}" == 1 ]]; then
 else
   trap 'rm -rf "${work}"' EXIT
 fi
-prefix="${work}/prefix"
+prefix="${installed_prefix:-${work}/prefix}"
 export ARPMA_PROVIDER=soft
 
 step() {
   printf '\n---- consumer: %s\n' "$*"
 }
 
-step "install ${build} into ${prefix}"
-cmake --install "${build}" --prefix "${prefix}" >"${work}/install.log"
-echo "$(grep -c 'Installing:' "${work}/install.log") files installed"
+if [[ -n ${build} ]]; then
+  step "install ${build} into ${prefix}"
+  cmake --install "${build}" --prefix "${prefix}" >"${work}/install.log"
+  echo "$(grep -c 'Installing:' "${work}/install.log") files installed"
+else
+  step "the arpma installed in ${prefix}"
+fi
 
 step "find_package(arpma 0.1 CONFIG REQUIRED): configure and build test/consumer/cxx"
 generator=()

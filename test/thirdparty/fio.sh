@@ -7,11 +7,12 @@
 #       and builds fio against that prefix (its configure finds librpma.h there and links
 #       -lrpma, i.e. arpma's librpma.so.0 drop-in). Idempotent: the source and the configured
 #       tree are kept; fio links librpma dynamically, so a new arpma needs no rebuild.
-#   test/thirdparty/fio.sh run BUILD_DIR [--lib arpma|debian] [--addr A] [--port P]
+#   test/thirdparty/fio.sh run BUILD_DIR [--lib arpma|debian|system] [--addr A] [--port P]
 #                                        [--io-size BYTES] [--out DIR] [--only REGEX]
 #       Runs every server/client pair of the matrix below with the fio built above, on
 #       arpma (LD_LIBRARY_PATH=the prefix; the provider is whatever ARPMA_PROVIDER says) or on
-#       Debian's librpma (the loader's default librpma.so.0). Each job must end with exit
+#       Debian's librpma (the loader's default librpma.so.0; `system`: whichever package
+#       provides it, e.g. arpma's librpma0-arpma: test/package/deb.sh). Each job must end with exit
 #       status 0 on both sides, error 0 in fio's JSON and exactly numjobs x io-size bytes moved
 #       (read + write); --only runs the pairs whose name (e.g. gpspm-write-qd1) matches.
 #       Prints one table row per job (also as TSV in DIR/results.tsv, which
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-usage() { sed -n '2,24{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,26{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 die() {
   echo "fio.sh: $*" >&2
   exit 2
@@ -154,12 +155,16 @@ do_run() {
       export LD_LIBRARY_PATH="${prefix}/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
       expect="${prefix}/lib/librpma.so.0"
       ;;
-    debian)
+    debian | system)
       unset LD_LIBRARY_PATH
       expect="$(ldconfig -p | awk '$1 == "librpma.so.0" { print $NF; exit }')"
-      [[ -n ${expect} ]] || die "Debian's librpma0 is not installed"
+      [[ -n ${expect} ]] || die "no librpma.so.0 is installed (Debian's librpma0 or librpma0-arpma)"
+      if [[ ${lib} == debian ]] && command -v dpkg >/dev/null &&
+        [[ $(dpkg -S "$(readlink -f "${expect}")" 2>/dev/null | cut -d: -f1) == librpma0-arpma ]]; then
+        die "the system's librpma.so.0 is arpma's drop-in package, not Debian's (--lib system)"
+      fi
       ;;
-    *) die "--lib is arpma or debian" ;;
+    *) die "--lib is arpma, debian or system" ;;
   esac
   local got
   got="$(resolved_librpma "${fio}")"

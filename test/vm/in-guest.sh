@@ -3,13 +3,23 @@
 # the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0),
 # the librpma 1.2 comparison of test/compat/ and fio's librpma engines.
 #
-#   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default
+#   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default [--packages DEB_DIR]
+#
+# --packages: last, installs arpma's Debian packages of DEB_DIR over Debian's librpma (the
+# guest's root is a throw-away overlay) and runs librpma programs and fio on them unchanged
+# (test/package/deb.sh install-check).
 #
 # Exit status: 0 when every step passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
-if [[ $# -ne 1 || ! -d $1 ]]; then
-  echo "usage: $0 BUILD_DIR (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
+debs=
+if [[ $# -eq 3 && $2 == --packages && -d $3 ]]; then
+  debs=$3
+elif [[ $# -ne 1 ]]; then
+  set -- ""
+fi
+if [[ ! -d $1 ]]; then
+  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
   exit 2
 fi
 if [[ -z ${RXE_VM_IP:-} ]]; then
@@ -66,6 +76,11 @@ if grep -q '^ARPMA_FAULT_INJECTION:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null;
     --build "$build" --c-only --jobs 2 --quiet-ms 5000 --only '^(connection_c|write_flush_c|conn_req_new_c)$'
 else
   printf '\n---- fault injection: skipped (%s is built without ARPMA_FAULT_INJECTION)\n' "$build"
+fi
+# Last: it replaces Debian's librpma, which the steps above compare with.
+if [[ -n $debs ]]; then
+  step "Debian packages installed over Debian's librpma" \
+    "$(dirname -- "${BASH_SOURCE[0]}")/../package/deb.sh" install-check "$debs" "$build"
 fi
 
 echo
