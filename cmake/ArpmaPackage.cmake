@@ -19,7 +19,8 @@
 # (>= 1.2.0), from librpma0's shlibs file) installs and runs on the drop-in unchanged.
 # Dependencies on system libraries come from dpkg-shlibdeps (dpkg-dev); the package preset
 # builds shared libraries (BUILD_SHARED_LIBS=ON), installs under /usr and strips the binaries.
-if(NOT PROJECT_IS_TOP_LEVEL OR NOT ARPMA_INSTALL)
+# Only from a shared build: a static libarpma.a would leave libarpma0 empty.
+if(NOT PROJECT_IS_TOP_LEVEL OR NOT ARPMA_INSTALL OR NOT BUILD_SHARED_LIBS)
   return()
 endif()
 

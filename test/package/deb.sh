@@ -45,7 +45,8 @@ expect_field() { # DEB NAME VALUE
 }
 
 expect_file() { # DEB PATH: the .deb holds ./PATH (file or link)
-  dpkg-deb -c "$1" | awk '{ print $6 }' | grep -qx "./$2" ||
+  # grep reads to the end (no -q): an early exit would SIGPIPE dpkg-deb and fail the pipeline.
+  dpkg-deb -c "$1" | awk '{ print $6 }' | grep -x "./$2" >/dev/null ||
     fail "$(basename -- "$1") has no /$2"
 }
 
@@ -72,7 +73,7 @@ check_debs() { # DEB_DIR: control fields and files, no install
   done
   echo
   expect_file "$runtime" "$libdir/libarpma.so.0"
-  if dpkg-deb -c "$runtime" | grep -q '\.so$\|/include/'; then
+  if dpkg-deb -c "$runtime" | grep '\.so$\|/include/' >/dev/null; then
     fail "libarpma0 ships development files"
   fi
   expect_field "$dropin" Provides "librpma0 (= $provides)"
@@ -128,7 +129,7 @@ cmd_install_check() {
   log "before: ${before//$'\n'/; }"
   dpkg -i "$debs"/*.deb
   for pkg in librpma0 librpma-dev; do
-    if dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q ' installed$'; then
+    if [[ $(dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null || true) == *' installed' ]]; then
       fail "$pkg is still installed"
     fi
   done

@@ -79,7 +79,7 @@ do_build() {
     { tail -n 40 "${top}/fio-build.log"; die "building fio failed"; }
   local engine
   for engine in librpma_apm_client librpma_apm_server librpma_gpspm_client librpma_gpspm_server; do
-    "${src}/fio" --enghelp | grep -qx "[[:space:]]*${engine}" || die "fio has no ${engine} engine"
+    "${src}/fio" --enghelp | grep -x "[[:space:]]*${engine}" >/dev/null || die "fio has no ${engine} engine"
   done
   echo "fio.sh: built ${src}/fio with the librpma engines"
 }
@@ -157,7 +157,9 @@ do_run() {
       ;;
     debian | system)
       unset LD_LIBRARY_PATH
-      expect="$(ldconfig -p | awk '$1 == "librpma.so.0" { print $NF; exit }')"
+      # awk reads to the end: an early exit would SIGPIPE ldconfig, which pipefail turns into a
+      # failed run (seen in the guest, exit status 141).
+      expect="$(ldconfig -p | awk '$1 == "librpma.so.0" && !n++ { print $NF }')"
       [[ -n ${expect} ]] || die "no librpma.so.0 is installed (Debian's librpma0 or librpma0-arpma)"
       if [[ ${lib} == debian ]] && command -v dpkg >/dev/null &&
         [[ $(dpkg -S "$(readlink -f "${expect}")" 2>/dev/null | cut -d: -f1) == librpma0-arpma ]]; then

@@ -12,10 +12,11 @@
 # The guest boots a Debian amd64 kernel (downloaded once with apt-get) with a
 # busybox initramfs. It sees the host's / read-only (virtio-9p under a tmpfs
 # overlay: writes elsewhere are discarded) and this repository read-write at
-# its own path. The netdev rxevm0 (dummy) has RXE_VM_IP and carries rxe0.
-# COMMAND runs as root in the current directory with stdin=/dev/null and the
-# host's environment plus RXE_VM_IP, RXE_VM_DEV (rxe0) and RXE_VM_GID_INDEX
-# (index of rxe0's IPv4 RoCEv2 GID); its stdout and stderr stream to ours.
+# its own path. The netdev rxevm0 (dummy) has RXE_VM_IP and RXE_VM_IP6 (a ULA
+# IPv6 address) and carries rxe0. COMMAND runs as root in the current directory
+# with stdin=/dev/null and the host's environment plus RXE_VM_IP, RXE_VM_IP6,
+# RXE_VM_DEV (rxe0) and RXE_VM_GID_INDEX (index of rxe0's IPv4 RoCEv2 GID); its
+# stdout and stderr stream to ours.
 #
 # Exit status: COMMAND's; 124 on timeout; 125 when the guest could not be
 # run (the message says why, e.g. which package to install).
@@ -27,6 +28,7 @@ NAME=run-in-rxe-vm
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/arpma-rxe-vm
 GUEST_IP=192.168.77.1
+GUEST_IP6=fd61:7270:6d61::1
 TIMEOUT=600
 INSTALL=1
 VERBOSE=0
@@ -225,6 +227,9 @@ wait $rdma_modules || say "modprobe rdma failed"
 ip link set lo up
 ip link add rxevm0 type dummy || fail "ip link add rxevm0 type dummy"
 ip addr add @IP@/24 dev rxevm0 && ip link set rxevm0 up || fail "rxevm0 setup"
+# A ULA IPv6 address too, usable at once (nodad): iproute2's ip by its path, as busybox's chroot
+# would run its own ip applet, which has no nodad.
+chroot $R /bin/ip -6 addr add @IP6@/64 dev rxevm0 nodad >"$err" 2>&1 || fail "rxevm0 IPv6 address"
 chroot $R rdma link add rxe0 type rxe netdev rxevm0 >"$err" 2>&1 || fail "rdma link add rxe0"
 gid=
 for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
@@ -237,7 +242,7 @@ done
 [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
 ulimit -l unlimited
 : >/ctl/started
-env -i RXE_VM_IP=@IP@ RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
+env -i RXE_VM_IP=@IP@ RXE_VM_IP6=@IP6@ RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
   chroot $R /bin/bash /run/arpma-vm/cmd.sh </dev/null >"$out" 2>"$err"
 finish $?
 EOF
@@ -254,7 +259,7 @@ prepare_initrd() {
   kver=$(<"$kdir/kver")
   mkdir -p "$tmp"/{bin,proc,sys,dev} "$tmp/lib/modules/$kver"
   cp /bin/busybox "$tmp/bin/"
-  guest_init | sed -e "s/@IP@/$GUEST_IP/g" -e "s/@MODULES_FS@/${MODULES_FS[*]}/" \
+  guest_init | sed -e "s/@IP@/$GUEST_IP/g" -e "s/@IP6@/$GUEST_IP6/g" -e "s/@MODULES_FS@/${MODULES_FS[*]}/" \
     -e "s/@MODULES_RDMA@/${MODULES_RDMA[*]}/" >"$tmp/init"
   chmod 755 "$tmp/init"
   cp "$kdir"/modules/*.ko "$kdir/modules.builtin" "$tmp/lib/modules/$kver/"
@@ -294,7 +299,7 @@ trap 'log "interrupted"; exit 130' INT TERM HUP
 
 echo "$REPO" >"$RUN/repo"
 {
-  (unset -v PWD OLDPWD SHLVL RXE_VM_IP RXE_VM_DEV RXE_VM_GID_INDEX; export -p)
+  (unset -v PWD OLDPWD SHLVL RXE_VM_IP RXE_VM_IP6 RXE_VM_DEV RXE_VM_GID_INDEX; export -p)
   printf 'cd -- %q || exit 125\n' "$PWD"
   printf 'exec'
   printf ' %q' "$@"
