@@ -690,6 +690,7 @@ int rpma_conn_req_get_private_data(const struct rpma_conn_req* req,
  *   over 4 GiB (librpma posts it and the completion fails)
  * - RPMA_E_PROVIDER - ibv_post_recv failed (e.g. ENOMEM: the receive queue
  *   is full)
+ * C++: arpma::conn_req::post_recv().
  */
 int rpma_conn_req_recv(struct rpma_conn_req* req, struct rpma_mr_local* dst, size_t offset,
                        size_t len, const void* op_context);

@@ -1,6 +1,7 @@
 // arpma::conn_req and the seed operation: async_conn_req_new.
 #pragma once
 
+#include "arpma/buffer.hpp"
 #include "arpma/conn_cfg.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/detail/access.hpp"
@@ -119,6 +120,15 @@ class conn_req {
   /// with the REJECTED event, and releases everything. errc::invalid_argument
   /// for an outgoing or empty request (which is left as it was).
   std::error_code reject(std::span<const std::uint8_t> private_data = {}) noexcept;
+  /// Posts a receive into `dst` on the request's queue pair before it
+  /// connects, as rpma_conn_req_recv does: a message the peer sends the moment
+  /// the connection is established finds a buffer waiting, where one posted
+  /// after ESTABLISHED could come too late. Its completion, with `wr_id`, is
+  /// polled from the connection's completion_queue() (the receive CQ when the
+  /// cfg has one); a connect that fails flushes it with the request.
+  /// Errors: errc::invalid_argument (an empty request), the provider's ENOMEM
+  /// when the receive queue is full; the request is left as it was.
+  std::error_code post_recv(const local_buffer& dst, std::uint64_t wr_id);
 
   /// Connects an outgoing request or accepts an incoming one, sending
   /// `private_data` (at most 56 bytes to connect, 196 to accept, as rdma_cm

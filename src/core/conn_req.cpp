@@ -5,6 +5,7 @@
 
 #include "arpma/error.hpp"
 #include "core/conn_state.hpp"
+#include "core/post.hpp"
 #include "provider/provider.hpp"
 #include "support/log.hpp"
 
@@ -51,6 +52,12 @@ std::error_code conn_req::reject(std::span<const std::uint8_t> private_data) noe
   state_->phase = detail::conn_phase::refused;  // the refusal is said (or failed): say no more
   const auto teardown = close();
   return ec ? ec : teardown;
+}
+
+std::error_code conn_req::post_recv(const local_buffer& dst, std::uint64_t wr_id) {
+  if (!state_ || !state_->has_qp) return make_error_code(errc::invalid_argument);
+  const auto op = detail::make_data_op(detail::data_op::kind::recv, &dst, nullptr);
+  return detail::post_data_op(*state_, op, wr_id, true);
 }
 
 }  // namespace arpma

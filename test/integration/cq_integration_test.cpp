@@ -133,6 +133,39 @@ TEST_F(cq_integration, posted_work_completes_on_the_cq_the_program_polls) {
       << "slices of different lengths";
 }
 
+TEST_F(cq_integration, a_receive_posted_on_the_request_takes_the_message_sent_at_once) {
+  auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+  ASSERT_TRUE(ep);
+  endpoint = std::move(ep).value();
+  std::error_code posted = make_error_code(arpma::errc::provider);
+  endpoint.async_next_conn_req({}, [&](std::error_code ec, arpma::conn_req req) {
+    ASSERT_FALSE(ec);
+    posted = req.post_recv(arpma::buffer(server_mr, 512, 64).value(), 51);
+    req.async_connect({}, [&](std::error_code, arpma::connection c) { server = std::move(c); });
+  });
+  arpma::async_conn_req_new(
+      io.get_executor(), *peer, addr, std::to_string(endpoint.port()), {},
+      [&](std::error_code ec, arpma::conn_req req) {
+        ASSERT_FALSE(ec);
+        req.async_connect({}, [&](std::error_code connected, arpma::connection c) {
+          ASSERT_FALSE(connected);
+          client = std::move(c);
+          // Sent the moment the client is established: the server's side may not be yet.
+          std::memcpy(client_memory.data(), "first", 6);
+          EXPECT_FALSE(client.post_send(arpma::buffer(client_mr, 0, 6).value(), 52));
+        });
+      });
+  ASSERT_TRUE(run_until([&] { return server && client; })) << "timed out";
+  EXPECT_FALSE(posted) << posted.message();
+  EXPECT_EQ(next(client.completion_queue()).wr_id, 52U);
+  const auto wc = next(server.completion_queue());
+  EXPECT_EQ(wc.wr_id, 51U);
+  EXPECT_FALSE(wc.status) << wc.status.message();
+  EXPECT_EQ(wc.opcode, arpma::wc_opcode::recv);
+  EXPECT_EQ(wc.byte_len, 6U);
+  EXPECT_STREQ(server_memory.data() + 512, "first");
+}
+
 TEST_F(cq_integration, a_failed_completion_reports_its_status_as_a_wc_errc) {
   connect();
   ASSERT_FALSE(server.post_recv(arpma::buffer(server_mr, 0, 64).value(), 31));

@@ -3,7 +3,9 @@
 // cancellation at each stage, a destroyed io_context, 1000 in flight.
 #include "arpma/conn_req.hpp"
 
+#include "arpma/buffer.hpp"
 #include "arpma/error.hpp"
+#include "arpma/mr.hpp"
 #include "arpma/srq.hpp"
 #include "fake/fake_provider.hpp"
 
@@ -21,6 +23,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <random>
@@ -115,6 +118,36 @@ TEST_F(conn_req_new_test, callback_flavour_builds_a_request) {
   out.req = {};
   io.run();
   EXPECT_EQ(fake.take_calls(), teardown_sequence);
+}
+
+TEST_F(conn_req_new_test, a_receive_posted_before_connecting_goes_to_the_requests_qp) {
+  outcome out;
+  start(out);
+  io.run();
+  ASSERT_TRUE(out.req) << out.ec.message();
+  std::array<char, 256> memory{};
+  auto reg = arpma::local_mr::reg(*peer, memory.data(), memory.size(), arpma::mr_usage::recv);
+  ASSERT_TRUE(reg) << reg.error().message();
+  const arpma::local_mr mr = std::move(reg).value();
+  (void)fake.take_calls();
+  EXPECT_FALSE(out.req.post_recv(arpma::buffer(mr, 64, 128).value(), 42));
+  EXPECT_EQ(fake.take_calls(), std::vector<std::string>{"post_recv"});
+  const auto posted = fake.outstanding(fake.ids().front());
+  ASSERT_EQ(posted.size(), 1u);
+  EXPECT_TRUE(posted.front().receive);
+  EXPECT_EQ(posted.front().wr_id(), 42u);
+  EXPECT_EQ(posted.front().recv.local.length, 128u);
+
+  fake.fail("post_recv", ENOMEM);
+  EXPECT_EQ(out.req.post_recv(arpma::buffer(mr, 0, 64).value(), 43),
+            std::errc::not_enough_memory);
+  EXPECT_TRUE(out.req) << "a failed post leaves the request as it was";
+  EXPECT_EQ(fake.outstanding(fake.ids().front()).size(), 1u);
+  EXPECT_EQ(arpma::conn_req().post_recv(arpma::buffer(mr, 0, 64).value(), 44),
+            arpma::errc::invalid_argument);
+  fake.flush(fake.ids().front());
+  out.req = {};
+  io.run();
 }
 
 TEST_F(conn_req_new_test, coroutine_flavour_uses_the_coroutine_executor) {
