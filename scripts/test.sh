@@ -12,7 +12,9 @@
 # (built first if "default" is not among the presets) on the verbs provider
 # inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core; last,
 # in the same guest, installs the Debian packages over Debian's librpma and
-# runs librpma programs and fio on them unchanged. A guest that cannot be
+# runs librpma programs and fio on them unchanged; then two guests joined by a
+# virtual link run every example pair (server in one, client in the other) and
+# arpma-perf between them (test/vm/run-two-nodes.sh). A guest that cannot be
 # started fails the run (no skipping).
 #
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
@@ -39,6 +41,19 @@ done
 
 banner() {
   printf '\n==== %s ====\n' "$*"
+}
+
+# rxe_verdict RC RUNNER: a guest that could not run (125) fails the run as a harness failure,
+# never a skip; any other failure fails it with its status.
+rxe_verdict() {
+  if [[ $1 -eq 125 ]]; then
+    echo "scripts/test.sh: HARNESS FAILURE: the Soft-RoCE guest could not be run" \
+      "($2 exit status 125, reason above); not skipped" >&2
+    exit 125
+  elif [[ $1 -ne 0 ]]; then
+    echo "scripts/test.sh: [rxe] FAILED ($2, exit status $1)" >&2
+    exit "$1"
+  fi
 }
 
 presets="${ARPMA_TEST_PRESETS:-default asan tsan}"
@@ -86,14 +101,16 @@ if [[ ${rxe} -eq 1 ]]; then
     --packages build/package/deb || rc=$?
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
-  if [[ ${rc} -eq 125 ]]; then
-    echo "scripts/test.sh: HARNESS FAILURE: the Soft-RoCE guest could not be run" \
-      "(test/vm/run-in-rxe-vm.sh exit status 125, reason above); not skipped" >&2
-    exit 125
-  elif [[ ${rc} -ne 0 ]]; then
-    echo "scripts/test.sh: [rxe] FAILED (exit status ${rc})" >&2
-    exit "${rc}"
-  fi
+  rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh"
+  banner "[two nodes] example pairs and arpma-perf between two Soft-RoCE guests on one link"
+  nodes_start=${SECONDS}
+  rc=0
+  test/vm/run-two-nodes.sh --timeout 600 \
+    --server 'test/vm/two-nodes-suite.sh server build/default' \
+    --client 'test/vm/two-nodes-suite.sh client build/default' || rc=$?
+  nodes_time=$((SECONDS - nodes_start))
+  echo "[two nodes] time taken: ${nodes_time} s"
+  rxe_verdict "${rc}" "test/vm/run-two-nodes.sh"
 fi
 
 if [[ ${fuzz} -eq 1 ]]; then
@@ -105,6 +122,7 @@ banner "summary"
 echo "all presets passed: ${passed[*]}"
 if [[ ${rxe} -eq 1 ]]; then
   echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
+  echo "two Soft-RoCE guests on one link: passed in ${nodes_time} s"
 fi
 if [[ ${fuzz} -eq 1 ]]; then
   echo "fuzz: every harness passed (${ARPMA_FUZZ_SECONDS:-60} s each)"

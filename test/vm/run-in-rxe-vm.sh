@@ -3,9 +3,15 @@
 # (rdma_rxe), so arpma's verbs provider can be tested on real rdma-core on a
 # machine whose kernel has no RDMA.
 #
-#   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--no-install] [-v] -- COMMAND [ARGS...]
+#   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--ip A] [--nic listen:PORT|connect:PORT]
+#                            [--no-install] [-v] -- COMMAND [ARGS...]
 #
 #   --timeout SECS  kill the guest after SECS seconds (default 600), exit 124
+#   --ip A          the guest's IPv4 address in 192.168.77.0/24 (default .1); its IPv6 one
+#                   is fd61:7270:6d61::<last octet>
+#   --nic ...       a virtio NIC (eth0) on a QEMU socket link to another guest instead of
+#                   the dummy netdev: one guest listens on 127.0.0.1:PORT, the other
+#                   connects (test/vm/run-two-nodes.sh)
 #   --no-install    never call apt-get for missing packages
 #   -v              stream the guest's console (kernel, init) to stderr
 #
@@ -28,19 +34,21 @@ NAME=run-in-rxe-vm
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/arpma-rxe-vm
 GUEST_IP=192.168.77.1
-GUEST_IP6=fd61:7270:6d61::1
+NIC=
 TIMEOUT=600
 INSTALL=1
 VERBOSE=0
 
 log() { printf '%s: %s\n' "$NAME" "$*" >&2; }
 die() { log "error: $*"; exit 125; }
-usage() { sed -n '2,23{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,31{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
     --timeout) TIMEOUT=${2:-}; shift 2 || die "--timeout needs a value" ;;
     --no-install) INSTALL=0; shift ;;
+    --ip) GUEST_IP=${2:-}; shift 2 || die "--ip needs a value" ;;
+    --nic) NIC=${2:-}; shift 2 || die "--nic needs a value" ;;
     -v | --verbose) VERBOSE=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -50,6 +58,10 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || { usage >&2; exit 125; }
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "bad --timeout: $TIMEOUT"
+[[ $GUEST_IP =~ ^192\.168\.77\.([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4])$ ]] ||
+  die "bad --ip: $GUEST_IP (an address of 192.168.77.0/24)"
+GUEST_IP6=fd61:7270:6d61::${GUEST_IP##*.}
+[[ -z $NIC || $NIC =~ ^(listen|connect):[1-9][0-9]{0,4}$ ]] || die "bad --nic: $NIC"
 
 # ------------------------------------------------------------------ packages
 # What the runner itself needs, and what for (shown when it is missing).
@@ -109,7 +121,7 @@ ensure_packages() {
 # -------------------------------------------------------------------- kernel
 # Guest modules; modprobe adds their dependencies. crc32_generic: rdma_rxe
 # needs the "crc32" shash, which nothing would autoload.
-MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console)
+MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console virtio_net)
 MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs)
 
 # Fills $CACHE/kernel once: modules/*.ko, modules.builtin, kver, and the
@@ -117,7 +129,8 @@ MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs)
 # point; decompressing the bzImage inside the guest costs ~5 s under TCG).
 prepare_kernel() {
   local kdir=$CACHE/kernel
-  [[ -f $kdir/ready ]] && return 0
+  # ready names the modules it was filled with: a changed list fills it again.
+  [[ -f $kdir/ready && $(<"$kdir/ready") == "${MODULES_FS[*]} ${MODULES_RDMA[*]}" ]] && return 0
   local pkg
   pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
     awk '/Depends: linux-image-[0-9]/ { print $2; exit }') || true
@@ -168,7 +181,7 @@ prepare_kernel() {
   tail -c +"$((off + 1))" "$tmp/root/boot/vmlinuz-$kver" | xz -dc >"$tmp/out/vmlinux" 2>/dev/null || true
   [[ $(head -c4 "$tmp/out/vmlinux" | od -An -tx1 | tr -d ' ') == 7f454c46 ]] ||
     { rm -rf "$tmp"; die "$pkg: could not extract vmlinux"; }
-  touch "$tmp/out/ready"
+  echo "${MODULES_FS[*]} ${MODULES_RDMA[*]}" >"$tmp/out/ready"
   rm -rf "$kdir"
   mv "$tmp/out" "$kdir"
   rm -rf "$tmp"
@@ -225,12 +238,20 @@ mkdir -p "$R$repo"
 mount -t 9p -o $O,cache=mmap repo "$R$repo" || fail "mount the repository at $repo"
 wait $rdma_modules || say "modprobe rdma failed"
 ip link set lo up
-ip link add rxevm0 type dummy || fail "ip link add rxevm0 type dummy"
-ip addr add @IP@/24 dev rxevm0 && ip link set rxevm0 up || fail "rxevm0 setup"
+# The addresses, and whether a NIC links this guest to another (/ctl/net, from the host).
+read -r ip ip6 nic </ctl/net || fail "no /ctl/net"
+if [ "$nic" = nic ]; then
+  netdev=eth0
+  [ -e /sys/class/net/eth0 ] || fail "no eth0 (virtio_net)"
+else
+  netdev=rxevm0
+  ip link add rxevm0 type dummy || fail "ip link add rxevm0 type dummy"
+fi
+ip addr add $ip/24 dev $netdev && ip link set $netdev up || fail "$netdev setup"
 # A ULA IPv6 address too, usable at once (nodad): iproute2's ip by its path, as busybox's chroot
 # would run its own ip applet, which has no nodad.
-chroot $R /bin/ip -6 addr add @IP6@/64 dev rxevm0 nodad >"$err" 2>&1 || fail "rxevm0 IPv6 address"
-chroot $R rdma link add rxe0 type rxe netdev rxevm0 >"$err" 2>&1 || fail "rdma link add rxe0"
+chroot $R /bin/ip -6 addr add $ip6/64 dev $netdev nodad >"$err" 2>&1 || fail "$netdev IPv6 address"
+chroot $R rdma link add rxe0 type rxe netdev $netdev >"$err" 2>&1 || fail "rdma link add rxe0"
 gid=
 for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
   for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
@@ -242,7 +263,7 @@ done
 [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
 ulimit -l unlimited
 : >/ctl/started
-env -i RXE_VM_IP=@IP@ RXE_VM_IP6=@IP6@ RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
+env -i RXE_VM_IP=$ip RXE_VM_IP6=$ip6 RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
   chroot $R /bin/bash /run/arpma-vm/cmd.sh </dev/null >"$out" 2>"$err"
 finish $?
 EOF
@@ -259,7 +280,7 @@ prepare_initrd() {
   kver=$(<"$kdir/kver")
   mkdir -p "$tmp"/{bin,proc,sys,dev} "$tmp/lib/modules/$kver"
   cp /bin/busybox "$tmp/bin/"
-  guest_init | sed -e "s/@IP@/$GUEST_IP/g" -e "s/@IP6@/$GUEST_IP6/g" -e "s/@MODULES_FS@/${MODULES_FS[*]}/" \
+  guest_init | sed -e "s/@MODULES_FS@/${MODULES_FS[*]}/" \
     -e "s/@MODULES_RDMA@/${MODULES_RDMA[*]}/" >"$tmp/init"
   chmod 755 "$tmp/init"
   cp "$kdir"/modules/*.ko "$kdir/modules.builtin" "$tmp/lib/modules/$kver/"
@@ -298,6 +319,12 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM HUP
 
 echo "$REPO" >"$RUN/repo"
+echo "$GUEST_IP $GUEST_IP6 ${NIC:+nic}" >"$RUN/net"
+NET_ARGS=()
+if [[ -n $NIC ]]; then
+  NET_ARGS=(-netdev "socket,id=link,${NIC%%:*}=127.0.0.1:${NIC#*:}"
+    -device "virtio-net-pci,netdev=link,mac=52:54:00:77:00:$(printf %02x "${GUEST_IP##*.}")")
+fi
 {
   (unset -v PWD OLDPWD SHLVL RXE_VM_IP RXE_VM_IP6 RXE_VM_DEV RXE_VM_GID_INDEX; export -p)
   printf 'cd -- %q || exit 125\n' "$PWD"
@@ -333,6 +360,7 @@ qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot \
   -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl \
   -fsdev "local,id=repo,path=${REPO//,/,,},security_model=none,multidevs=remap" \
   -device virtio-9p-pci,fsdev=repo,mount_tag=repo \
+  "${NET_ARGS[@]}" \
   </dev/null >"$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
 if [[ $VERBOSE -eq 1 ]]; then
