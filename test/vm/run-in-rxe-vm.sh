@@ -3,15 +3,16 @@
 # (rdma_rxe), so arpma's verbs provider can be tested on real rdma-core on a
 # machine whose kernel has no RDMA.
 #
-#   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--ip A] [--nic listen:PORT|connect:PORT]
+#   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--ip A] [--nic udp:LOCAL_PORT:PEER_PORT]
 #                            [--no-install] [-v] -- COMMAND [ARGS...]
 #
 #   --timeout SECS  kill the guest after SECS seconds (default 600), exit 124
 #   --ip A          the guest's IPv4 address in 192.168.77.0/24 (default .1); its IPv6 one
 #                   is fd61:7270:6d61::<last octet>
-#   --nic ...       a virtio NIC (eth0) on a QEMU socket link to another guest instead of
-#                   the dummy netdev: one guest listens on 127.0.0.1:PORT, the other
-#                   connects (test/vm/run-two-nodes.sh)
+#   --nic ...       a virtio NIC (eth0) linked to another guest instead of the dummy netdev:
+#                   QEMU datagrams between 127.0.0.1:LOCAL_PORT and 127.0.0.1:PEER_PORT
+#                   (test/vm/run-two-nodes.sh). UDP, not QEMU's TCP socket link: on that,
+#                   Nagle and delayed ACKs held back every second small frame for ~40 ms.
 #   --no-install    never call apt-get for missing packages
 #   -v              stream the guest's console (kernel, init) to stderr
 #
@@ -61,7 +62,7 @@ done
 [[ $GUEST_IP =~ ^192\.168\.77\.([1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|25[0-4])$ ]] ||
   die "bad --ip: $GUEST_IP (an address of 192.168.77.0/24)"
 GUEST_IP6=fd61:7270:6d61::${GUEST_IP##*.}
-[[ -z $NIC || $NIC =~ ^(listen|connect):[1-9][0-9]{0,4}$ ]] || die "bad --nic: $NIC"
+[[ -z $NIC || $NIC =~ ^udp:[1-9][0-9]{0,4}:[1-9][0-9]{0,4}$ ]] || die "bad --nic: $NIC"
 
 # ------------------------------------------------------------------ packages
 # What the runner itself needs, and what for (shown when it is missing).
@@ -322,7 +323,8 @@ echo "$REPO" >"$RUN/repo"
 echo "$GUEST_IP $GUEST_IP6 ${NIC:+nic}" >"$RUN/net"
 NET_ARGS=()
 if [[ -n $NIC ]]; then
-  NET_ARGS=(-netdev "socket,id=link,${NIC%%:*}=127.0.0.1:${NIC#*:}"
+  ports=${NIC#udp:}
+  NET_ARGS=(-netdev "dgram,id=link,local.type=inet,local.host=127.0.0.1,local.port=${ports%%:*},remote.type=inet,remote.host=127.0.0.1,remote.port=${ports#*:}"
     -device "virtio-net-pci,netdev=link,mac=52:54:00:77:00:$(printf %02x "${GUEST_IP##*.}")")
 fi
 {

@@ -5,9 +5,9 @@
 #   test/vm/run-two-nodes.sh [--timeout SECS] --server 'COMMAND' --client 'COMMAND'
 #
 # Node A is 192.168.77.1 (fd61:7270:6d61::1), node B 192.168.77.2; each has a virtio NIC
-# (eth0) carrying its rxe0, and the two NICs are joined by a QEMU socket link on a free port of
-# 127.0.0.1 (test/vm/run-in-rxe-vm.sh --nic): nothing else is on that link, no host network
-# is involved. Both COMMANDs run under `bash -c` in the repository's directory, with
+# (eth0) carrying its rxe0, and the two NICs are joined by QEMU datagrams between two free UDP
+# ports of 127.0.0.1 (test/vm/run-in-rxe-vm.sh --nic): nothing else is on that link, no host
+# network is involved. Both COMMANDs run under `bash -c` in the repository's directory, with
 # NODE_SERVER_IP and NODE_CLIENT_IP set (and RXE_VM_* of their own node, as in
 # run-in-rxe-vm.sh). The client's COMMAND must wait for the server itself (e.g. retry its
 # connect): the guests boot at their own pace.
@@ -33,16 +33,16 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n $server && -n $client ]] || { usage >&2; exit 125; }
 
-# A free port on 127.0.0.1 for the link (listening is checked before node B starts).
-port=
+# Two free UDP ports on 127.0.0.1 for the link, one per node.
+ports=()
 for _ in $(seq 50); do
   candidate=$((20000 + RANDOM % 20000))
-  if ! ss -Htln "sport = :$candidate" | grep . >/dev/null; then
-    port=$candidate
+  if [[ -z $(ss -Huln "sport = :$candidate") && -z $(ss -Huln "sport = :$((candidate + 1))") ]]; then
+    ports=("$candidate" "$((candidate + 1))")
     break
   fi
 done
-[[ -n $port ]] || { echo "run-two-nodes: no free port for the link" >&2; exit 125; }
+[[ ${#ports[@]} -eq 2 ]] || { echo "run-two-nodes: no free ports for the link" >&2; exit 125; }
 
 export NODE_SERVER_IP=192.168.77.1 NODE_CLIENT_IP=192.168.77.2
 pids=()
@@ -51,17 +51,11 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap stop EXIT
 
 t0=$SECONDS
-"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_SERVER_IP" --nic "listen:$port" \
-  -- bash -c "$server" > >(sed -u 's/^/[A] /') 2>&1 &
+"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_SERVER_IP" \
+  --nic "udp:${ports[0]}:${ports[1]}" -- bash -c "$server" > >(sed -u 's/^/[A] /') 2>&1 &
 pids+=($!)
-# QEMU listens as soon as it has started; the other QEMU's connect must find it.
-for _ in $(seq 600); do
-  ss -Htln "sport = :$port" | grep . >/dev/null && break
-  kill -0 "${pids[0]}" 2>/dev/null || break
-  sleep 0.1
-done
-"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_CLIENT_IP" --nic "connect:$port" \
-  -- bash -c "$client" > >(sed -u 's/^/[B] /') 2>&1 &
+"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_CLIENT_IP" \
+  --nic "udp:${ports[1]}:${ports[0]}" -- bash -c "$client" > >(sed -u 's/^/[B] /') 2>&1 &
 pids+=($!)
 
 rc_a=0 rc_b=0
