@@ -139,8 +139,7 @@ TEST_F(conn_req_new_test, a_receive_posted_before_connecting_goes_to_the_request
   EXPECT_EQ(posted.front().recv.local.length, 128u);
 
   fake.fail("post_recv", ENOMEM);
-  EXPECT_EQ(out.req.post_recv(arpma::buffer(mr, 0, 64).value(), 43),
-            std::errc::not_enough_memory);
+  EXPECT_EQ(out.req.post_recv(arpma::buffer(mr, 0, 64).value(), 43), std::errc::not_enough_memory);
   EXPECT_TRUE(out.req) << "a failed post leaves the request as it was";
   EXPECT_EQ(fake.outstanding(fake.ids().front()).size(), 1u);
   EXPECT_EQ(arpma::conn_req().post_recv(arpma::buffer(mr, 0, 64).value(), 44),
