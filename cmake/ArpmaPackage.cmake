@@ -15,8 +15,9 @@
 # files they ship under the same names: each Provides the package it replaces, and Conflicts
 # with and Replaces it, which is how Debian policy (7.6.2) lets dpkg remove the old package
 # when the new one is installed. The provided version is the librpma API level arpma
-# implements (1.3.0), so a program built against Debian's librpma (Depends: librpma0
-# (>= 1.2.0), from librpma0's shlibs file) installs and runs on the drop-in unchanged.
+# implements (ARPMA_RPMA_API_VERSION, cmake/ArpmaInstall.cmake, as librpma.pc says), so a
+# program built against Debian's librpma (Depends: librpma0 (>= 1.2.0), from librpma0's
+# shlibs file) installs and runs on the drop-in unchanged.
 # Dependencies on system libraries come from dpkg-shlibdeps (dpkg-dev); the package preset
 # builds shared libraries (BUILD_SHARED_LIBS=ON), installs under /usr and strips the binaries.
 # Only from a shared build: a static libarpma.a would leave libarpma0 empty.
@@ -24,7 +25,6 @@ if(NOT PROJECT_IS_TOP_LEVEL OR NOT ARPMA_INSTALL OR NOT BUILD_SHARED_LIBS)
   return()
 endif()
 
-set(ARPMA_LIBRPMA_PROVIDES_VERSION 1.3.0)
 set(_arpma_deb_version "${PROJECT_VERSION}-1")
 
 set(CPACK_GENERATOR DEB)
@@ -67,7 +67,7 @@ set(_arpma_dev_depends "libarpma0 (= ${_arpma_deb_version})")
 if(ARPMA_DROP_IN_INSTALLED)
   string(APPEND _arpma_dev_depends ", librpma0-arpma (= ${_arpma_deb_version})")
   set(CPACK_DEBIAN_ARPMA_DEVELOPMENT_PACKAGE_PROVIDES
-      "librpma-dev (= ${ARPMA_LIBRPMA_PROVIDES_VERSION})")
+      "librpma-dev (= ${ARPMA_RPMA_API_VERSION})")
   set(CPACK_DEBIAN_ARPMA_DEVELOPMENT_PACKAGE_CONFLICTS librpma-dev)
   set(CPACK_DEBIAN_ARPMA_DEVELOPMENT_PACKAGE_REPLACES librpma-dev)
 endif()
@@ -82,7 +82,7 @@ librpma.pc, and the librpma man pages. Takes the place of librpma-dev.")
 
 # librpma0-arpma: the drop-in.
 set(CPACK_DEBIAN_LIBRPMA_RUNTIME_PACKAGE_NAME librpma0-arpma)
-set(CPACK_DEBIAN_LIBRPMA_RUNTIME_PACKAGE_PROVIDES "librpma0 (= ${ARPMA_LIBRPMA_PROVIDES_VERSION})")
+set(CPACK_DEBIAN_LIBRPMA_RUNTIME_PACKAGE_PROVIDES "librpma0 (= ${ARPMA_RPMA_API_VERSION})")
 set(CPACK_DEBIAN_LIBRPMA_RUNTIME_PACKAGE_CONFLICTS librpma0)
 set(CPACK_DEBIAN_LIBRPMA_RUNTIME_PACKAGE_REPLACES librpma0)
 set(CPACK_DEBIAN_LIBRPMA_RUNTIME_DESCRIPTION

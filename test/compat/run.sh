@@ -248,21 +248,15 @@ if [[ $installed -eq 1 ]]; then
 fi
 for p in "${PROGRAMS[@]}"; do
   for v in librpma arpma; do
-    rc=0
     # In sanitizer builds, librpma's own leaks are not arpma's concern (its rpma_peer_delete
     # with a live request leaks the PD: docs/compatibility.md); arpma keeps detect_leaks.
     asan=${ASAN_OPTIONS:-}
     [[ $v == librpma ]] && asan=${asan:+$asan:}detect_leaks=0
-    ASAN_OPTIONS=$asan timeout 300 "$bin_dir/$v/$p" "${dev_args[@]}" >"$out_dir/$p.$v.out" \
-      2>"$out_dir/$p.$v.err" </dev/null || rc=$?
-    echo "$p: exit status $rc" >>"$out_dir/$p.$v.out"
+    run_program "$v" "$p" "$out_dir/$p.$v" "ASAN_OPTIONS=$asan"
     normalise "$v" "$out_dir/$p.$v.out" >"$out_dir/$p.$v.norm"
   done
   if [[ -n $abi_dir ]]; then
-    rc=0
-    LD_LIBRARY_PATH=$abi_dir timeout 300 "$bin_dir/librpma/$p" "${dev_args[@]}" \
-      >"$out_dir/$p.abi.out" 2>"$out_dir/$p.abi.err" </dev/null || rc=$?
-    echo "$p: exit status $rc" >>"$out_dir/$p.abi.out"
+    run_program librpma "$p" "$out_dir/$p.abi" "LD_LIBRARY_PATH=$abi_dir"
     if ! diff -u --label "$p (arpma variant)" --label "$p (librpma binary on arpma's .so)" \
       "$out_dir/$p.arpma.out" "$out_dir/$p.abi.out" >>"$diffs"; then
       log "$p: the librpma binary on arpma's librpma.so.0 DIFFERS from the arpma variant"

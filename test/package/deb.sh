@@ -64,7 +64,7 @@ check_debs() { # DEB_DIR: control fields and files, no install
   dropin=$(deb_of "$dir" librpma0-arpma)
   tools=$(deb_of "$dir" arpma-tools)
   version=$(field "$runtime" Version)
-  provides=$(sed -n 's/^set(ARPMA_LIBRPMA_PROVIDES_VERSION \(.*\))$/\1/p' "$repo/cmake/ArpmaPackage.cmake")
+  provides=$(sed -n 's/^set(ARPMA_RPMA_API_VERSION \(.*\))$/\1/p' "$repo/cmake/ArpmaInstall.cmake")
   for deb in "$runtime" "$dev" "$dropin" "$tools"; do
     printf '\n%s\n' "$(basename -- "$deb")"
     dpkg-deb -f "$deb" Package Version Architecture Depends Provides Conflicts Replaces | sed 's/^/  /'

@@ -13,12 +13,11 @@
 set -uo pipefail
 
 debs=
-if [[ $# -eq 3 && $2 == --packages && -d $3 ]]; then
+if [[ $# -eq 3 && $2 == --packages ]]; then
   debs=$3
-elif [[ $# -ne 1 ]]; then
-  set -- ""
+  set -- "$1"
 fi
-if [[ ! -d $1 ]]; then
+if [[ $# -ne 1 || ! -d $1 || (-n $debs && ! -d $debs) ]]; then
   echo "usage: $0 BUILD_DIR [--packages DEB_DIR] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
   exit 2
 fi
