@@ -289,6 +289,9 @@ class connection {
   std::error_code post_read(const local_buffer& dst, const remote_buffer& src, std::uint64_t wr_id,
                             bool signaled = true);
   std::error_code post_send(const local_buffer& src, std::uint64_t wr_id, bool signaled = true);
+  /// A message carrying `imm` (host order) in its receive completion.
+  std::error_code post_send_with_imm(const local_buffer& src, std::uint32_t imm,
+                                     std::uint64_t wr_id, bool signaled = true);
   std::error_code post_recv(const local_buffer& dst, std::uint64_t wr_id);
 
   /// The CQ (or, with `receive`, the receive CQ; empty when there is none)

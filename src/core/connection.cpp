@@ -193,6 +193,13 @@ std::error_code connection::post_send(const local_buffer& src, std::uint64_t wr_
   return post_now(state_.get(), op, wr_id, signaled);
 }
 
+std::error_code connection::post_send_with_imm(const local_buffer& src, std::uint32_t imm,
+                                               std::uint64_t wr_id, bool signaled) {
+  auto op = detail::make_data_op(detail::data_op::kind::send_with_imm, &src, nullptr);
+  op.imm = imm;
+  return post_now(state_.get(), op, wr_id, signaled);
+}
+
 std::error_code connection::post_recv(const local_buffer& dst, std::uint64_t wr_id) {
   const auto op = detail::make_data_op(detail::data_op::kind::recv, &dst, nullptr);
   return post_now(state_.get(), op, wr_id, true);

@@ -1,0 +1,445 @@
+// The stream engine: every message is a SEND WITH IMMEDIATE into a slot the
+// peer posted; credits come back in the immediate (docs/stream.md).
+#include "core/stream_state.hpp"
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace arpma::detail {
+
+namespace {
+
+namespace aerr = boost::asio::error;
+
+// wr_id of a send: the tag, and the slot (data) or the control mark.
+constexpr std::uint64_t send_tag = 1ULL << 63;
+constexpr std::uint64_t control_tag = 1ULL << 62;
+constexpr std::size_t poll_batch = 16;
+
+error_code reset_error() { return aerr::connection_reset; }
+
+template <class Buffer>
+std::size_t total_size(const stream_buffers<Buffer>& bufs) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < bufs.count; ++i) n += bufs.items[i].size();
+  return n;
+}
+
+}  // namespace
+
+// The wait's handler holds the state: none is pending here, so only the
+// connection is left to release (before the regions it uses).
+stream_state::~stream_state() {
+  waiting_ = false;
+  abort_now();
+}
+
+std::error_code stream_state::prepare(const peer& p) {
+  const std::size_t slot = cfg_.slot_size;
+  recv_mem_.resize((cfg_.slots + cfg_.control_slots) * slot);
+  send_mem_.resize(cfg_.slots * slot);
+  auto r = local_mr::reg(p, recv_mem_.data(), recv_mem_.size(), mr_usage::recv);
+  if (!r) return r.error();
+  recv_mr_ = std::move(r).value();
+  auto s = local_mr::reg(p, send_mem_.data(), send_mem_.size(), mr_usage::send);
+  if (!s) return s.error();
+  send_mr_ = std::move(s).value();
+  filled_.resize(cfg_.slots + cfg_.control_slots);
+  free_slots_.reserve(cfg_.slots);
+  for (std::uint32_t i = cfg_.slots; i > 0; --i) free_slots_.push_back(i - 1);
+  return {};
+}
+
+std::error_code stream_state::post_receives(conn_req& req) {
+  for (std::uint32_t i = 0; i < cfg_.slots + cfg_.control_slots; ++i) {
+    auto slot = buffer(recv_mr_, std::size_t{i} * cfg_.slot_size, cfg_.slot_size);
+    if (!slot) return slot.error();
+    if (auto ec = req.post_recv(slot.value(), i)) return ec;
+  }
+  return {};
+}
+
+void stream_state::attach(connection conn, const stream_cfg& peer) {
+  conn_ = std::move(conn);
+  cq_ = conn_.completion_queue();
+  ex_ = conn_.get_executor();
+  peer_ = peer;
+  credits_ = peer.slots;
+}
+
+std::uint32_t stream_state::control_limit() const noexcept {
+  return std::min(cfg_.control_slots, peer_.control_slots);
+}
+
+// ---- operations ------------------------------------------------------------
+
+void stream_state::start_read(const stream_buffers<boost::asio::mutable_buffer>& bufs,
+                              stream_io_handler handler) {
+  if (read_ || closed_) {
+    read_done_.emplace(ready{std::move(handler),
+                             closed_ ? error_code(aerr::bad_descriptor) : aerr::in_progress, 0,
+                             true});
+    deliver(read_done_);
+    return;
+  }
+  read_.emplace(pending<boost::asio::mutable_buffer>{bufs, std::move(handler)});
+  auto slot = read_->handler.get_cancellation_slot();
+  if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::read});
+  run();
+  if (read_) read_->immediate = false;
+}
+
+void stream_state::start_write(const stream_buffers<boost::asio::const_buffer>& bufs,
+                               stream_io_handler handler) {
+  if (write_ || closed_) {
+    write_done_.emplace(ready{std::move(handler),
+                              closed_ ? error_code(aerr::bad_descriptor) : aerr::in_progress, 0,
+                              true});
+    deliver(write_done_);
+    return;
+  }
+  write_.emplace(pending<boost::asio::const_buffer>{bufs, std::move(handler)});
+  auto slot = write_->handler.get_cancellation_slot();
+  if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::write});
+  run();
+  if (write_) write_->immediate = false;
+}
+
+void stream_state::shutdown() {
+  if (shutdown_) return;
+  shutdown_ = true;
+  run();
+}
+
+void stream_state::cancel_op::operator()(boost::asio::cancellation_type type) const {
+  using ct = boost::asio::cancellation_type;
+  if ((type & (ct::terminal | ct::partial | ct::total)) != ct::none) state->cancel(op);
+}
+
+void stream_state::cancel(which op) {
+  // A pending read has consumed nothing and a pending write has sent
+  // nothing (each completes as soon as it moved a byte).
+  if (op == which::read && read_) {
+    read_->immediate = true;
+    finish(read_, read_done_, aerr::operation_aborted, 0);
+    deliver(read_done_);
+  } else if (op == which::write && write_) {
+    write_->immediate = true;
+    finish(write_, write_done_, aerr::operation_aborted, 0);
+    deliver(write_done_);
+  }
+  if (!running_) arm_wait();
+}
+
+template <class Buffer>
+void stream_state::finish(std::optional<pending<Buffer>>& op, std::optional<ready>& out,
+                          error_code ec, std::size_t n) {
+  auto slot = op->handler.get_cancellation_slot();
+  if (slot.is_connected()) slot.clear();
+  out.emplace(ready{std::move(op->handler), ec, n, op->immediate});
+  op.reset();
+}
+
+// Runs the handler: posted when its initiating function is still on the
+// stack (Asio's rule), else at once when its executor allows.
+void stream_state::deliver(std::optional<ready>& r) {
+  if (!r) return;
+  ready done = std::move(*r);
+  r.reset();
+  auto target = boost::asio::get_associated_executor(done.handler, ex_);
+  auto call = [h = std::move(done.handler), ec = done.ec, n = done.n]() mutable {
+    std::move(h)(ec, n);
+  };
+  if (!done.immediate) return boost::asio::dispatch(target, std::move(call));
+  boost::asio::post(ex_, [target = std::move(target), call = std::move(call)]() mutable {
+    boost::asio::dispatch(target, std::move(call));
+  });
+}
+
+// ---- the driver ------------------------------------------------------------
+
+void stream_state::run() {
+  if (running_) {
+    rerun_ = true;
+    return;
+  }
+  running_ = true;
+  do {
+    rerun_ = false;
+    drain();
+    pump();
+    // Handlers last: one that starts the next operation re-runs the loop.
+    deliver(read_done_);
+    deliver(write_done_);
+  } while (rerun_);
+  running_ = false;
+  if (lingering_) finish_linger();
+  arm_wait();
+}
+
+void stream_state::drain() {
+  if (!conn_ || failure_) return;
+  std::array<completion, poll_batch> wcs;
+  for (;;) {
+    auto got = cq_.poll(wcs);
+    if (!got) return fail(reset_error());
+    for (std::size_t i = 0; i < got.value(); ++i) on_completion(wcs[i]);
+    if (got.value() < wcs.size()) return;
+  }
+}
+
+void stream_state::arm_wait() {
+  const bool needed = conn_ && !failure_ &&
+                      (read_ || write_ || lingering_ || (shutdown_ && !fin_sent_));
+  if (!needed) {
+    // Nothing waits: like an idle socket, hold no work in the loop.
+    if (waiting_) wait_cancel_.emit(boost::asio::cancellation_type::terminal);
+    return;
+  }
+  if (waiting_) return;
+  waiting_ = true;
+  cq_.async_wait(boost::asio::bind_cancellation_slot(
+      wait_cancel_.slot(), [self = shared_from_this()](const error_code& ec) {
+        self->waiting_ = false;
+        if (ec && ec != aerr::operation_aborted) self->fail(reset_error());
+        self->run();
+      }));
+}
+
+void stream_state::fail(error_code ec) {
+  if (!failure_) failure_ = ec;
+}
+
+// ---- completions -----------------------------------------------------------
+
+void stream_state::on_completion(const completion& c) {
+  if ((c.wr_id & send_tag) != 0) {
+    --sends_in_flight_;
+    if ((c.wr_id & control_tag) == 0)
+      free_slots_.push_back(static_cast<std::uint32_t>(c.wr_id & 0xffffffffU));
+    if (c.status) fail(reset_error());
+    return;
+  }
+  // A receive flushed after the peer's FIN (it disconnects after it) is the
+  // orderly end; any other failed receive is a broken link.
+  if (c.status) {
+    if (!fin_received_ && !closed_) fail(reset_error());
+    return;
+  }
+  if (!closed_) on_receive(c);
+}
+
+void stream_state::on_receive(const completion& c) {
+  const auto slot = static_cast<std::uint32_t>(c.wr_id);
+  if (!c.imm || (*c.imm & stream_imm::reserved) != 0 || slot >= filled_.size())
+    return fail(reset_error());
+  const std::uint32_t imm = *c.imm;
+  credits_ += imm & stream_imm::credits_mask;
+  control_acked_ = static_cast<std::uint8_t>((imm >> stream_imm::ack_shift) & stream_imm::ack_mask);
+  // More credit than it ever took, or data after its FIN: a broken protocol.
+  if (credits_ > peer_.slots) return fail(reset_error());
+  if ((imm & stream_imm::control) != 0) {
+    if (c.byte_len != 0) return fail(reset_error());
+    if (auto ec = repost(slot)) return fail(reset_error());
+    ++control_seen_;
+  } else {
+    if (fin_received_) return fail(reset_error());
+    if (c.byte_len == 0) {
+      if (auto ec = repost(slot)) return fail(reset_error());
+      ++owed_;
+    } else {
+      filled_[(filled_head_ + filled_count_) % filled_.size()] = filled{slot, c.byte_len, 0};
+      ++filled_count_;
+    }
+    if (filled_count_ + owed_ > cfg_.slots) return fail(reset_error());
+  }
+  if ((imm & stream_imm::fin) != 0) fin_received_ = true;
+}
+
+std::error_code stream_state::repost(std::uint32_t slot) {
+  auto dst = buffer(recv_mr_, std::size_t{slot} * cfg_.slot_size, cfg_.slot_size);
+  if (!dst) return dst.error();
+  return conn_.post_recv(dst.value(), slot);
+}
+
+// ---- moving bytes ----------------------------------------------------------
+
+void stream_state::pump() {
+  pump_read();
+  pump_write();
+  if (!conn_ || failure_) return;
+  send_control();
+  send_fin();
+}
+
+void stream_state::pump_read() {
+  if (!read_) return;
+  if (total_size(read_->bufs) == 0) return finish(read_, read_done_, {}, 0);
+  if (unread()) {
+    const auto n = copy_out(read_->bufs);
+    return finish(read_, read_done_, failure_ && n == 0 ? failure_ : error_code(), n);
+  }
+  if (failure_) return finish(read_, read_done_, failure_, 0);
+  if (fin_received_) return finish(read_, read_done_, aerr::eof, 0);
+  if (!conn_) return finish(read_, read_done_, aerr::operation_aborted, 0);
+}
+
+void stream_state::pump_write() {
+  if (!write_) return;
+  if (failure_) return finish(write_, write_done_, failure_, 0);
+  if (shutdown_) return finish(write_, write_done_, aerr::shut_down, 0);
+  if (!conn_) return finish(write_, write_done_, aerr::operation_aborted, 0);
+  if (total_size(write_->bufs) == 0) return finish(write_, write_done_, {}, 0);
+  const auto n = copy_in(write_->bufs);
+  if (n > 0 || failure_) finish(write_, write_done_, n > 0 ? error_code() : failure_, n);
+}
+
+std::size_t stream_state::copy_out(const stream_buffers<boost::asio::mutable_buffer>& bufs) {
+  std::size_t total = 0;
+  std::size_t bi = 0;
+  std::size_t boff = 0;
+  while (filled_count_ > 0 && bi < bufs.count) {
+    auto& f = filled_[filled_head_];
+    auto* dst = static_cast<std::uint8_t*>(bufs.items[bi].data()) + boff;
+    const std::size_t n = std::min<std::size_t>(f.len - f.off, bufs.items[bi].size() - boff);
+    std::memcpy(dst, recv_mem_.data() + std::size_t{f.slot} * cfg_.slot_size + f.off, n);
+    total += n;
+    boff += n;
+    f.off += static_cast<std::uint32_t>(n);
+    if (boff == bufs.items[bi].size()) {
+      ++bi;
+      boff = 0;
+    }
+    if (f.off < f.len) continue;
+    filled_head_ = (filled_head_ + 1) % filled_.size();
+    --filled_count_;
+    if (auto ec = repost(f.slot)) {
+      fail(reset_error());
+      break;
+    }
+    ++owed_;
+  }
+  return total;
+}
+
+std::size_t stream_state::copy_in(const stream_buffers<boost::asio::const_buffer>& bufs) {
+  const std::size_t limit = std::min(cfg_.slot_size, peer_.slot_size);
+  std::size_t total = 0;
+  std::size_t bi = 0;
+  std::size_t boff = 0;
+  while (credits_ > 0 && !free_slots_.empty()) {
+    while (bi < bufs.count && boff == bufs.items[bi].size()) {
+      ++bi;
+      boff = 0;
+    }
+    if (bi == bufs.count) break;
+    const std::uint32_t slot = free_slots_.back();
+    std::uint8_t* base = send_mem_.data() + std::size_t{slot} * cfg_.slot_size;
+    std::size_t len = 0;
+    while (len < limit && bi < bufs.count) {
+      const std::size_t n = std::min(limit - len, bufs.items[bi].size() - boff);
+      std::memcpy(base + len, static_cast<const std::uint8_t*>(bufs.items[bi].data()) + boff, n);
+      len += n;
+      boff += n;
+      if (boff == bufs.items[bi].size()) {
+        ++bi;
+        boff = 0;
+      }
+    }
+    auto src = buffer(send_mr_, std::size_t{slot} * cfg_.slot_size, len);
+    if (!src || send_msg(src.value(), send_tag | slot, 0)) {
+      fail(reset_error());
+      break;
+    }
+    free_slots_.pop_back();
+    --credits_;
+    total += len;
+  }
+  return total;
+}
+
+std::error_code stream_state::send_msg(const local_buffer& src, std::uint64_t wr_id,
+                                       std::uint32_t flags) {
+  const std::uint32_t give = std::min(owed_, stream_imm::credits_mask);
+  const std::uint32_t imm = give | (std::uint32_t{control_seen_} << stream_imm::ack_shift) | flags;
+  if (auto ec = conn_.post_send_with_imm(src, imm, wr_id)) return ec;
+  owed_ -= give;
+  ++sends_in_flight_;
+  return {};
+}
+
+// Credits go back on a message of their own once a quarter of the window is
+// owed and no data is going that way to carry them.
+void stream_state::send_control() {
+  if (closed_) return;
+  const std::uint32_t threshold = std::max<std::uint32_t>(1, cfg_.slots / 4);
+  const auto unacked = static_cast<std::uint8_t>(control_sent_ - control_acked_);
+  if (owed_ < threshold || unacked >= control_limit()) return;
+  if (send_msg(local_buffer(), send_tag | control_tag, stream_imm::control)) return fail(reset_error());
+  ++control_sent_;
+}
+
+void stream_state::send_fin() {
+  if (!shutdown_ || fin_sent_ || write_) return;
+  const auto unacked = static_cast<std::uint8_t>(control_sent_ - control_acked_);
+  std::error_code ec;
+  if (unacked < control_limit()) {
+    ec = send_msg(local_buffer(), send_tag | control_tag, stream_imm::control | stream_imm::fin);
+    if (!ec) ++control_sent_;
+  } else if (credits_ > 0 && !free_slots_.empty()) {
+    const std::uint32_t slot = free_slots_.back();
+    auto src = buffer(send_mr_, std::size_t{slot} * cfg_.slot_size, 0);
+    ec = src ? send_msg(src.value(), send_tag | slot, stream_imm::fin) : src.error();
+    if (!ec) {
+      free_slots_.pop_back();
+      --credits_;
+    }
+  } else {
+    return;  // waits for credit
+  }
+  if (ec) return fail(reset_error());
+  fin_sent_ = true;
+}
+
+// ---- the end ---------------------------------------------------------------
+
+void stream_state::close() noexcept {
+  if (closed_) return;
+  if (read_) finish(read_, read_done_, aerr::operation_aborted, 0);
+  if (write_) finish(write_, write_done_, aerr::operation_aborted, 0);
+  deliver(read_done_);
+  deliver(write_done_);
+  // Orderly only when nothing received is dropped (what arrived by now
+  // counts) and the FIN can go now; then the connection lingers until its
+  // last messages are delivered.
+  drain();
+  closed_ = true;
+  if (!conn_) return;
+  shutdown_ = true;
+  if (!failure_ && !unread()) send_fin();
+  if (failure_ || unread() || !fin_sent_) return abort_now();
+  lingering_ = true;
+  run();
+}
+
+void stream_state::finish_linger() {
+  if (!failure_ && sends_in_flight_ > 0) return;
+  lingering_ = false;
+  abort_now();
+}
+
+void stream_state::abort_now() noexcept {
+  if (waiting_) wait_cancel_.emit(boost::asio::cancellation_type::terminal);
+  if (!conn_) return;
+  (void)conn_.disconnect();
+  (void)conn_.close();
+  cq_ = cq();
+}
+
+}  // namespace arpma::detail

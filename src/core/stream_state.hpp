@@ -1,0 +1,159 @@
+// The engine of arpma::stream: credits, slots and the wire format of
+// docs/stream.md, driven from the connection's completion queue.
+#pragma once
+
+#include "arpma/buffer.hpp"
+#include "arpma/conn_req.hpp"
+#include "arpma/connection.hpp"
+#include "arpma/cq.hpp"
+#include "arpma/mr.hpp"
+#include "arpma/stream.hpp"
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace arpma::detail {
+
+/// The 32-bit immediate of every stream message.
+struct stream_imm {
+  static constexpr std::uint32_t credits_mask = 0xfffU;
+  static constexpr unsigned ack_shift = 12;
+  static constexpr std::uint32_t ack_mask = 0xffU;
+  static constexpr std::uint32_t reserved = 0x3ff00000U;
+  static constexpr std::uint32_t control = 1U << 30;
+  static constexpr std::uint32_t fin = 1U << 31;
+};
+
+/// Each side's shape, in the private data of connect and accept, so that
+/// neither sends the other more messages or bigger ones than it posted.
+inline constexpr std::size_t stream_hello_size = 16;
+[[nodiscard]] std::array<std::uint8_t, stream_hello_size> encode_hello(const stream_cfg& cfg);
+/// The peer's shape, or none for data that is no stream's hello.
+[[nodiscard]] std::optional<stream_cfg> decode_hello(std::span<const std::uint8_t> data);
+
+class stream_state : public std::enable_shared_from_this<stream_state> {
+ public:
+  explicit stream_state(const stream_cfg& cfg) : cfg_(cfg) {}
+  stream_state(const stream_state&) = delete;
+  stream_state& operator=(const stream_state&) = delete;
+  ~stream_state();
+
+  /// Allocates and registers the slots with `p`.
+  std::error_code prepare(const peer& p);
+  /// Posts every receive on the request, before it connects.
+  std::error_code post_receives(conn_req& req);
+  /// Takes the established connection and the peer's shape.
+  void attach(connection conn, const stream_cfg& peer);
+
+  [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+  [[nodiscard]] connection& conn() noexcept { return conn_; }
+  [[nodiscard]] const stream_cfg& cfg() const noexcept { return cfg_; }
+
+  void start_read(const stream_buffers<boost::asio::mutable_buffer>& bufs,
+                  stream_io_handler handler);
+  void start_write(const stream_buffers<boost::asio::const_buffer>& bufs,
+                   stream_io_handler handler);
+  void shutdown();
+  void close() noexcept;
+
+ private:
+  template <class Buffer>
+  struct pending {
+    stream_buffers<Buffer> bufs;
+    stream_io_handler handler;
+    bool immediate = true;  ///< its initiating function has not returned
+  };
+  struct ready {
+    stream_io_handler handler;
+    error_code ec;
+    std::size_t n = 0;
+    bool immediate = false;
+  };
+  struct filled {
+    std::uint32_t slot = 0;
+    std::uint32_t len = 0;
+    std::uint32_t off = 0;
+  };
+  enum class which { read, write };
+  struct cancel_op {
+    stream_state* state;
+    which op;
+    void operator()(boost::asio::cancellation_type type) const;
+  };
+
+  void run();
+  void drain();
+  void on_completion(const completion& c);
+  void on_receive(const completion& c);
+  void pump();
+  void pump_read();
+  void pump_write();
+  void send_control();
+  void send_fin();
+  void arm_wait();
+  void fail(error_code ec);
+  void finish_linger();
+  void abort_now() noexcept;
+  template <class Buffer>
+  void finish(std::optional<pending<Buffer>>& op, std::optional<ready>& out, error_code ec,
+              std::size_t n);
+  void cancel(which op);
+  void deliver(std::optional<ready>& r);
+
+  std::size_t copy_out(const stream_buffers<boost::asio::mutable_buffer>& bufs);
+  std::size_t copy_in(const stream_buffers<boost::asio::const_buffer>& bufs);
+  std::error_code send_msg(const local_buffer& src, std::uint64_t wr_id, std::uint32_t flags);
+  std::error_code repost(std::uint32_t slot);
+  [[nodiscard]] std::uint32_t control_limit() const noexcept;
+  [[nodiscard]] bool unread() const noexcept { return filled_count_ > 0; }
+
+  stream_cfg cfg_;
+  stream_cfg peer_;
+  std::vector<std::uint8_t> recv_mem_;
+  std::vector<std::uint8_t> send_mem_;
+  local_mr recv_mr_;
+  local_mr send_mr_;
+  // Declared after the regions: the connection (its queue pair) goes first.
+  connection conn_;
+  cq cq_;
+  boost::asio::any_io_executor ex_;
+
+  // Receiving.
+  std::vector<filled> filled_;  ///< FIFO ring of received data, in arrival order
+  std::size_t filled_head_ = 0;
+  std::size_t filled_count_ = 0;
+  std::uint32_t owed_ = 0;        ///< data credits re-posted, not yet returned
+  std::uint8_t control_seen_ = 0; ///< control messages received and re-posted (the ack)
+  bool fin_received_ = false;
+
+  // Sending.
+  std::uint32_t credits_ = 0;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint8_t control_sent_ = 0;
+  std::uint8_t control_acked_ = 0;
+  std::uint32_t sends_in_flight_ = 0;
+  bool shutdown_ = false;
+  bool fin_sent_ = false;
+
+  error_code failure_;
+  bool closed_ = false;
+  bool lingering_ = false;
+  bool running_ = false;
+  bool rerun_ = false;
+  bool waiting_ = false;
+  boost::asio::cancellation_signal wait_cancel_;
+
+  std::optional<pending<boost::asio::mutable_buffer>> read_;
+  std::optional<pending<boost::asio::const_buffer>> write_;
+  std::optional<ready> read_done_;
+  std::optional<ready> write_done_;
+};
+
+}  // namespace arpma::detail
