@@ -6,12 +6,14 @@
 
 #include "arpma/conn_cfg.hpp"
 #include "arpma/connection.hpp"
+#include "arpma/detail/wc_op.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/socket_base.hpp>
@@ -72,11 +74,18 @@ struct stream_buffers {
   }
 };
 
+/// `local`: the handler runs on the stream's own executor (found while its
+/// type is known: erased, asking would cost a heap block per completion).
 void start_stream_read(stream_state* state, const stream_buffers<boost::asio::mutable_buffer>& bufs,
-                       stream_io_handler handler);
+                       stream_io_handler handler, bool local);
 void start_stream_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
-                        stream_io_handler handler);
+                        stream_io_handler handler, bool local);
 [[nodiscard]] const boost::asio::any_io_executor& executor_of(const stream_state* state) noexcept;
+template <class Handler>
+[[nodiscard]] bool runs_on(const Handler& handler, const boost::asio::any_io_executor& ex) {
+  return static_cast<bool>(ex) &&
+         same_executor(boost::asio::get_associated_executor(handler, ex), ex);
+}
 void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::string addr,
                           std::string port, const stream_cfg& cfg, stream_handler handler);
 void start_accept_stream(endpoint& ep, const peer& p, const stream_cfg& cfg,
@@ -88,8 +97,9 @@ struct initiate_stream_read {
   [[nodiscard]] executor_type get_executor() const noexcept { return executor_of(state); }
   template <class Handler, class Sequence>
   void operator()(Handler&& handler, const Sequence& seq) const {
+    const bool local = runs_on(handler, executor_of(state));
     start_stream_read(state, stream_buffers<boost::asio::mutable_buffer>(seq),
-                      stream_io_handler(std::forward<Handler>(handler)));
+                      stream_io_handler(std::forward<Handler>(handler)), local);
   }
 };
 struct initiate_stream_write {
@@ -98,8 +108,9 @@ struct initiate_stream_write {
   [[nodiscard]] executor_type get_executor() const noexcept { return executor_of(state); }
   template <class Handler, class Sequence>
   void operator()(Handler&& handler, const Sequence& seq) const {
+    const bool local = runs_on(handler, executor_of(state));
     start_stream_write(state, stream_buffers<boost::asio::const_buffer>(seq),
-                       stream_io_handler(std::forward<Handler>(handler)));
+                       stream_io_handler(std::forward<Handler>(handler)), local);
   }
 };
 }  // namespace detail
@@ -149,9 +160,9 @@ class stream {
   /// Reads at least one byte into `buffers` (the first 16 of the sequence).
   /// Completion signature: `void(arpma::error_code, std::size_t)`.
   /// Cancellation: terminal, partial and total; nothing is consumed.
-  template <class MutableBufferSequence, boost::asio::completion_token_for<
-                                             detail::stream_io_signature> CompletionToken =
-                                             default_token>
+  template <class MutableBufferSequence,
+            boost::asio::completion_token_for<detail::stream_io_signature> CompletionToken =
+                default_token>
   auto async_read_some(const MutableBufferSequence& buffers,
                        CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, detail::stream_io_signature>(
@@ -161,9 +172,9 @@ class stream {
   /// Completion signature: `void(arpma::error_code, std::size_t)`.
   /// Cancellation: terminal, partial and total, while it waits for credit:
   /// nothing was sent.
-  template <class ConstBufferSequence, boost::asio::completion_token_for<
-                                           detail::stream_io_signature> CompletionToken =
-                                           default_token>
+  template <class ConstBufferSequence,
+            boost::asio::completion_token_for<detail::stream_io_signature> CompletionToken =
+                default_token>
   auto async_write_some(const ConstBufferSequence& buffers,
                         CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, detail::stream_io_signature>(

@@ -95,15 +95,15 @@ void connect_request(const boost::asio::any_io_executor& ex, std::shared_ptr<str
   const auto hello = encode_hello(st->cfg());
   auto slot = handler.get_cancellation_slot();
   req.async_connect(
-      hello, boost::asio::bind_cancellation_slot(
-                 slot, [ex, st, peer_of_request, h = std::move(handler)](
-                           const error_code& ec, connection conn) mutable {
-                   if (ec) return complete(ex, std::move(h), ec, stream());
-                   auto peer = peer_of_request ? peer_of_request : decode_hello(conn.private_data());
-                   if (!peer) return complete(ex, std::move(h), protocol_error(), stream());
-                   st->attach(std::move(conn), *peer);
-                   complete(ex, std::move(h), {}, access::make<stream>(std::move(st)));
-                 }));
+      hello,
+      boost::asio::bind_cancellation_slot(slot, [ex, st, peer_of_request, h = std::move(handler)](
+                                                    const error_code& ec, connection conn) mutable {
+        if (ec) return complete(ex, std::move(h), ec, stream());
+        auto peer = peer_of_request ? peer_of_request : decode_hello(conn.private_data());
+        if (!peer) return complete(ex, std::move(h), protocol_error(), stream());
+        st->attach(std::move(conn), *peer);
+        complete(ex, std::move(h), {}, access::make<stream>(std::move(st)));
+      }));
 }
 
 void accept_next(endpoint* ep, std::shared_ptr<stream_state> st, stream_handler handler) {
@@ -148,19 +148,19 @@ const boost::asio::any_io_executor& executor_of(const stream_state* state) noexc
 }
 
 void start_stream_read(stream_state* state, const stream_buffers<boost::asio::mutable_buffer>& bufs,
-                       stream_io_handler handler) {
+                       stream_io_handler handler, bool local) {
   if (state == nullptr)
     return fail_at_once(std::move(handler), error_code(boost::asio::error::bad_descriptor),
                         std::size_t{0});
-  state->start_read(bufs, std::move(handler));
+  state->start_read(bufs, std::move(handler), local);
 }
 
 void start_stream_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
-                        stream_io_handler handler) {
+                        stream_io_handler handler, bool local) {
   if (state == nullptr)
     return fail_at_once(std::move(handler), error_code(boost::asio::error::bad_descriptor),
                         std::size_t{0});
-  state->start_write(bufs, std::move(handler));
+  state->start_write(bufs, std::move(handler), local);
 }
 
 void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::string addr,
@@ -169,14 +169,13 @@ void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::s
   auto st = prepared(p, cfg, ec);
   if (!st) return fail_now(ex, std::move(handler), ec);
   auto slot = handler.get_cancellation_slot();
-  async_conn_req_new(ex, p, addr, port, cfg.connection_cfg(),
-                     boost::asio::bind_cancellation_slot(
-                         slot, [ex, st, h = std::move(handler)](const error_code& e,
-                                                                conn_req req) mutable {
-                           if (e) return complete(ex, std::move(h), e, stream());
-                           connect_request(ex, std::move(st), std::move(req), std::nullopt,
-                                           std::move(h));
-                         }));
+  async_conn_req_new(
+      ex, p, addr, port, cfg.connection_cfg(),
+      boost::asio::bind_cancellation_slot(
+          slot, [ex, st, h = std::move(handler)](const error_code& e, conn_req req) mutable {
+            if (e) return complete(ex, std::move(h), e, stream());
+            connect_request(ex, std::move(st), std::move(req), std::nullopt, std::move(h));
+          }));
 }
 
 void start_accept_stream(endpoint& ep, const peer& p, const stream_cfg& cfg,

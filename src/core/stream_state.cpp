@@ -2,8 +2,12 @@
 // peer posted; credits come back in the immediate (docs/stream.md).
 #include "core/stream_state.hpp"
 
+#include "core/conn_state.hpp"
+#include "core/cq_events.hpp"
+#include "core/fd_ready.hpp"
+
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -71,6 +75,17 @@ void stream_state::attach(connection conn, const stream_cfg& peer) {
   ex_ = conn_.get_executor();
   peer_ = peer;
   credits_ = peer.slots;
+  const conn_state* st = access::state(conn_);
+  const cq_state* q = queue_of(st, false);
+  if (st == nullptr || q == nullptr || q->own_channel == nullptr) return fail(reset_error());
+  prov_ = &st->prov();
+  channel_ = q->own_channel;
+  // Ours alone (the connection's async_* path is not used beside a stream):
+  // non-blocking, so taking its events needs no poll(2) first.
+  const int fd = prov_->comp_channel_fd(channel_);
+  if (set_fd_blocking(fd, false)) return fail(reset_error());
+  fd_.emplace(ex_, fd);
+  on_loop_shutdown(ex_, shared_from_this());
 }
 
 std::uint32_t stream_state::control_limit() const noexcept {
@@ -80,15 +95,15 @@ std::uint32_t stream_state::control_limit() const noexcept {
 // ---- operations ------------------------------------------------------------
 
 void stream_state::start_read(const stream_buffers<boost::asio::mutable_buffer>& bufs,
-                              stream_io_handler handler) {
+                              stream_io_handler handler, bool local) {
   if (read_ || closed_) {
     read_done_.emplace(ready{std::move(handler),
                              closed_ ? error_code(aerr::bad_descriptor) : aerr::in_progress, 0,
-                             true});
+                             local, true});
     deliver(read_done_);
     return;
   }
-  read_.emplace(pending<boost::asio::mutable_buffer>{bufs, std::move(handler)});
+  read_.emplace(pending<boost::asio::mutable_buffer>{bufs, std::move(handler), local});
   auto slot = read_->handler.get_cancellation_slot();
   if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::read});
   run();
@@ -96,15 +111,15 @@ void stream_state::start_read(const stream_buffers<boost::asio::mutable_buffer>&
 }
 
 void stream_state::start_write(const stream_buffers<boost::asio::const_buffer>& bufs,
-                               stream_io_handler handler) {
+                               stream_io_handler handler, bool local) {
   if (write_ || closed_) {
     write_done_.emplace(ready{std::move(handler),
                               closed_ ? error_code(aerr::bad_descriptor) : aerr::in_progress, 0,
-                              true});
+                              local, true});
     deliver(write_done_);
     return;
   }
-  write_.emplace(pending<boost::asio::const_buffer>{bufs, std::move(handler)});
+  write_.emplace(pending<boost::asio::const_buffer>{bufs, std::move(handler), local});
   auto slot = write_->handler.get_cancellation_slot();
   if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::write});
   run();
@@ -142,23 +157,31 @@ void stream_state::finish(std::optional<pending<Buffer>>& op, std::optional<read
                           error_code ec, std::size_t n) {
   auto slot = op->handler.get_cancellation_slot();
   if (slot.is_connected()) slot.clear();
-  out.emplace(ready{std::move(op->handler), ec, n, op->immediate});
+  out.emplace(ready{std::move(op->handler), ec, n, op->local, op->immediate});
   op.reset();
 }
 
 // Runs the handler: posted when its initiating function is still on the
 // stack (Asio's rule), else at once when its executor allows.
+// Runs the handler: posted when its initiating function is still on the
+// stack (Asio's rule), else at once when it runs on the stream's executor
+// (completions are found on the loop's thread), else dispatched there.
 void stream_state::deliver(std::optional<ready>& r) {
   if (!r) return;
   ready done = std::move(*r);
   r.reset();
-  auto target = boost::asio::get_associated_executor(done.handler, ex_);
+  std::optional<asio::any_completion_executor> target;
+  if (!done.local) target = asio::get_associated_executor(done.handler, ex_);  // a heap block
   auto call = [h = std::move(done.handler), ec = done.ec, n = done.n]() mutable {
     std::move(h)(ec, n);
   };
-  if (!done.immediate) return boost::asio::dispatch(target, std::move(call));
-  boost::asio::post(ex_, [target = std::move(target), call = std::move(call)]() mutable {
-    boost::asio::dispatch(target, std::move(call));
+  if (!target) {
+    if (done.immediate) return asio::post(ex_, std::move(call));
+    return call();
+  }
+  if (!done.immediate) return asio::dispatch(*target, std::move(call));
+  asio::post(ex_, [target = std::move(*target), call = std::move(call)]() mutable {
+    asio::dispatch(target, std::move(call));
   });
 }
 
@@ -195,25 +218,50 @@ void stream_state::drain() {
 }
 
 void stream_state::arm_wait() {
-  const bool needed = conn_ && !failure_ &&
-                      (read_ || write_ || lingering_ || (shutdown_ && !fin_sent_));
+  const bool needed =
+      fd_ && !failure_ && (read_ || write_ || lingering_ || (shutdown_ && !fin_sent_));
   if (!needed) {
     // Nothing waits: like an idle socket, hold no work in the loop.
-    if (waiting_) wait_cancel_.emit(boost::asio::cancellation_type::terminal);
+    if (waiting_ && fd_) fd_->cancel();
     return;
   }
   if (waiting_) return;
   waiting_ = true;
-  cq_.async_wait(boost::asio::bind_cancellation_slot(
-      wait_cancel_.slot(), [self = shared_from_this()](const error_code& ec) {
-        self->waiting_ = false;
-        if (ec && ec != aerr::operation_aborted) self->fail(reset_error());
-        self->run();
-      }));
+  fd_->async_wait(asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this()](const error_code& ec) { self->on_readable(ec); });
 }
 
+void stream_state::on_readable(const error_code& ec) {
+  waiting_ = false;
+  if (abandoned_ || !fd_) return;
+  if (!ec) {
+    // Every event there, each acknowledged and the CQ re-armed, before the
+    // drain: a completion after the re-arm fires the channel again.
+    take_ready_cq_events(
+        *prov_, channel_, [](provider::cq*) { return true; },
+        [this](provider::cq*, const std::error_code& rearm) {
+          if (rearm) fail(reset_error());
+        },
+        SIZE_MAX, channel_fd::nonblocking);
+  } else if (ec != aerr::operation_aborted) {
+    fail(reset_error());
+  }
+  run();
+}
+
+void stream_state::abandon() noexcept {
+  abandoned_ = true;
+  if (!fd_) return;
+  fd_->release();  // the provider's fd, never closed here
+  fd_.reset();
+}
+
+// The first failure ends the link for both sides: the peer's operations
+// end too (with a reset) instead of waiting for messages that never come.
 void stream_state::fail(error_code ec) {
-  if (!failure_) failure_ = ec;
+  if (failure_) return;
+  failure_ = ec;
+  if (conn_) (void)conn_.disconnect();
 }
 
 // ---- completions -----------------------------------------------------------
@@ -381,7 +429,8 @@ void stream_state::send_control() {
   const std::uint32_t threshold = std::max<std::uint32_t>(1, cfg_.slots / 4);
   const auto unacked = static_cast<std::uint8_t>(control_sent_ - control_acked_);
   if (owed_ < threshold || unacked >= control_limit()) return;
-  if (send_msg(local_buffer(), send_tag | control_tag, stream_imm::control)) return fail(reset_error());
+  if (send_msg(local_buffer(), send_tag | control_tag, stream_imm::control))
+    return fail(reset_error());
   ++control_sent_;
 }
 
@@ -435,7 +484,11 @@ void stream_state::finish_linger() {
 }
 
 void stream_state::abort_now() noexcept {
-  if (waiting_) wait_cancel_.emit(boost::asio::cancellation_type::terminal);
+  if (fd_) {
+    if (waiting_) fd_->cancel();  // its handler holds this state until it runs
+    fd_->release();
+    fd_.reset();
+  }
   if (!conn_) return;
   (void)conn_.disconnect();
   (void)conn_.close();

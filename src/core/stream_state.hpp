@@ -9,7 +9,11 @@
 #include "arpma/mr.hpp"
 #include "arpma/stream.hpp"
 
-#include <boost/asio/cancellation_signal.hpp>
+#include "core/asio.hpp"
+#include "core/cm_channel.hpp"
+#include "provider/provider.hpp"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <array>
 #include <cstddef>
@@ -38,7 +42,10 @@ inline constexpr std::size_t stream_hello_size = 16;
 /// The peer's shape, or none for data that is no stream's hello.
 [[nodiscard]] std::optional<stream_cfg> decode_hello(std::span<const std::uint8_t> data);
 
-class stream_state : public std::enable_shared_from_this<stream_state> {
+/// Owned by the stream handle, and while it waits by its descriptor wait
+/// (which holds it, as an Asio operation holds its handler's state).
+class stream_state : public std::enable_shared_from_this<stream_state>,
+                     public loop_shutdown_listener {
  public:
   explicit stream_state(const stream_cfg& cfg) : cfg_(cfg) {}
   stream_state(const stream_state&) = delete;
@@ -57,23 +64,27 @@ class stream_state : public std::enable_shared_from_this<stream_state> {
   [[nodiscard]] const stream_cfg& cfg() const noexcept { return cfg_; }
 
   void start_read(const stream_buffers<boost::asio::mutable_buffer>& bufs,
-                  stream_io_handler handler);
-  void start_write(const stream_buffers<boost::asio::const_buffer>& bufs,
-                   stream_io_handler handler);
+                  stream_io_handler handler, bool local);
+  void start_write(const stream_buffers<boost::asio::const_buffer>& bufs, stream_io_handler handler,
+                   bool local);
   void shutdown();
   void close() noexcept;
+  /// The io_context is going: let go of the descriptor before its reactor.
+  void abandon() noexcept override;
 
  private:
   template <class Buffer>
   struct pending {
     stream_buffers<Buffer> bufs;
     stream_io_handler handler;
+    bool local = false;     ///< the handler runs on the stream's executor
     bool immediate = true;  ///< its initiating function has not returned
   };
   struct ready {
     stream_io_handler handler;
     error_code ec;
     std::size_t n = 0;
+    bool local = false;
     bool immediate = false;
   };
   struct filled {
@@ -98,6 +109,7 @@ class stream_state : public std::enable_shared_from_this<stream_state> {
   void send_control();
   void send_fin();
   void arm_wait();
+  void on_readable(const error_code& ec);
   void fail(error_code ec);
   void finish_linger();
   void abort_now() noexcept;
@@ -124,13 +136,18 @@ class stream_state : public std::enable_shared_from_this<stream_state> {
   connection conn_;
   cq cq_;
   boost::asio::any_io_executor ex_;
+  // The CQ's completion channel, watched by a descriptor kept for the
+  // stream's life: a wait costs no allocation and no epoll_ctl(ADD/DEL).
+  provider::provider* prov_ = nullptr;
+  provider::comp_channel* channel_ = nullptr;
+  std::optional<asio::posix::stream_descriptor> fd_;
 
   // Receiving.
   std::vector<filled> filled_;  ///< FIFO ring of received data, in arrival order
   std::size_t filled_head_ = 0;
   std::size_t filled_count_ = 0;
-  std::uint32_t owed_ = 0;        ///< data credits re-posted, not yet returned
-  std::uint8_t control_seen_ = 0; ///< control messages received and re-posted (the ack)
+  std::uint32_t owed_ = 0;         ///< data credits re-posted, not yet returned
+  std::uint8_t control_seen_ = 0;  ///< control messages received and re-posted (the ack)
   bool fin_received_ = false;
 
   // Sending.
@@ -148,7 +165,7 @@ class stream_state : public std::enable_shared_from_this<stream_state> {
   bool running_ = false;
   bool rerun_ = false;
   bool waiting_ = false;
-  boost::asio::cancellation_signal wait_cancel_;
+  bool abandoned_ = false;
 
   std::optional<pending<boost::asio::mutable_buffer>> read_;
   std::optional<pending<boost::asio::const_buffer>> write_;

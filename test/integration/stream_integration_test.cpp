@@ -3,6 +3,8 @@
 #include "arpma/stream.hpp"
 
 #include "arpma/conn_req.hpp"
+#include "arpma/mr.hpp"
+#include "core/stream_state.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -90,9 +93,8 @@ TEST_F(stream_integration, read_until_and_write_work_as_on_a_socket) {
   std::string request = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   std::string got;
   std::size_t header_end = 0;
-  asio::async_write(client, asio::buffer(request), [](arpma::error_code ec, std::size_t) {
-    EXPECT_FALSE(ec) << ec.message();
-  });
+  asio::async_write(client, asio::buffer(request),
+                    [](arpma::error_code ec, std::size_t) { EXPECT_FALSE(ec) << ec.message(); });
   asio::async_read_until(server, asio::dynamic_buffer(got), "\r\n\r\n",
                          [&](arpma::error_code ec, std::size_t n) {
                            EXPECT_FALSE(ec) << ec.message();
@@ -236,8 +238,7 @@ TEST_F(stream_integration, closing_with_unread_data_resets_the_peer) {
   server.close();
   char c = 0;
   std::optional<arpma::error_code> got;
-  client.async_read_some(asio::buffer(&c, 1),
-                         [&](arpma::error_code ec, std::size_t) { got = ec; });
+  client.async_read_some(asio::buffer(&c, 1), [&](arpma::error_code ec, std::size_t) { got = ec; });
   ASSERT_TRUE(run_until([&] { return got.has_value(); }));
   EXPECT_EQ(*got, asio::error::connection_reset) << got->message();
 }
@@ -247,12 +248,12 @@ TEST_F(stream_integration, a_pending_read_is_cancelled_and_the_stream_goes_on) {
   char c = 0;
   asio::cancellation_signal cancel;
   std::optional<arpma::error_code> got;
-  server.async_read_some(asio::buffer(&c, 1),
-                         asio::bind_cancellation_slot(cancel.slot(),
-                                                      [&](arpma::error_code ec, std::size_t n) {
-                                                        EXPECT_EQ(n, 0U);
-                                                        got = ec;
-                                                      }));
+  server.async_read_some(
+      asio::buffer(&c, 1),
+      asio::bind_cancellation_slot(cancel.slot(), [&](arpma::error_code ec, std::size_t n) {
+        EXPECT_EQ(n, 0U);
+        got = ec;
+      }));
   std::optional<arpma::error_code> second;
   server.async_read_some(asio::buffer(&c, 1),
                          [&](arpma::error_code ec, std::size_t) { second = ec; });
@@ -265,11 +266,10 @@ TEST_F(stream_integration, a_pending_read_is_cancelled_and_the_stream_goes_on) {
 
   std::size_t n_read = 0;
   asio::async_write(client, asio::buffer("z", 1), [](arpma::error_code, std::size_t) {});
-  server.async_read_some(asio::buffer(&c, 1),
-                         [&](arpma::error_code ec, std::size_t n) {
-                           EXPECT_FALSE(ec);
-                           n_read = n;
-                         });
+  server.async_read_some(asio::buffer(&c, 1), [&](arpma::error_code ec, std::size_t n) {
+    EXPECT_FALSE(ec);
+    n_read = n;
+  });
   ASSERT_TRUE(run_until([&] { return n_read == 1; }));
   EXPECT_EQ(c, 'z');
 }
@@ -327,9 +327,8 @@ TEST_F(stream_integration, sides_of_different_shapes_respect_each_other) {
   std::vector<char> data(64U << 10, 'q');
   std::vector<char> got(data.size());
   bool done = false;
-  asio::async_write(client, asio::buffer(data), [](arpma::error_code ec, std::size_t) {
-    EXPECT_FALSE(ec) << ec.message();
-  });
+  asio::async_write(client, asio::buffer(data),
+                    [](arpma::error_code ec, std::size_t) { EXPECT_FALSE(ec) << ec.message(); });
   asio::async_read(server, asio::buffer(got), [&](arpma::error_code ec, std::size_t) {
     EXPECT_FALSE(ec) << ec.message();
     done = true;
@@ -337,6 +336,107 @@ TEST_F(stream_integration, sides_of_different_shapes_respect_each_other) {
   ASSERT_TRUE(run_until([&] { return done; }));
   EXPECT_TRUE(got == data);
   EXPECT_EQ(client.config().slot_size, 4096U);
+}
+
+// ---- a hostile peer: a plain connection that greets as a stream, then lies ----
+
+class stream_hostile_peer : public stream_integration {
+ protected:
+  void SetUp() override {
+    stream_integration::SetUp();
+    mr = arpma::local_mr::reg(*peer, memory.data(), memory.size(), arpma::mr_usage::send).value();
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+    ASSERT_TRUE(ep);
+    endpoint = std::move(ep).value();
+    arpma::async_accept_stream(endpoint, *peer, small_cfg(),
+                               [&](arpma::error_code ec, arpma::stream s) {
+                                 EXPECT_FALSE(ec) << ec.message();
+                                 server = std::move(s);
+                               });
+    const auto hello = arpma::detail::encode_hello(small_cfg());
+    arpma::async_conn_req_new(
+        io.get_executor(), *peer, addr, std::to_string(endpoint.port()),
+        small_cfg().connection_cfg(), [&](arpma::error_code ec, arpma::conn_req req) {
+          ASSERT_FALSE(ec);
+          req.async_connect(hello,
+                            [&](arpma::error_code, arpma::connection c) { raw = std::move(c); });
+        });
+    ASSERT_TRUE(run_until([&] { return server && raw; }));
+  }
+
+  /// Sends `len` bytes with `imm`, as the stream's wire format would not.
+  void send(std::size_t len, std::uint32_t imm) {
+    ASSERT_FALSE(raw.post_send_with_imm(arpma::buffer(mr, 0, len).value(), imm, 1, false));
+  }
+
+  /// Reads until an error: what the server's reader ends with, and how many
+  /// bytes it read before.
+  std::pair<arpma::error_code, std::size_t> read_to_the_end() {
+    std::vector<char> buf(64U << 10);
+    std::size_t total = 0;
+    std::optional<arpma::error_code> end;
+    std::function<void()> next = [&] {
+      server.async_read_some(asio::buffer(buf), [&](arpma::error_code ec, std::size_t n) {
+        total += n;
+        if (ec)
+          end = ec;
+        else
+          next();
+      });
+    };
+    next();
+    EXPECT_TRUE(run_until([&] { return end.has_value(); })) << "hung";
+    return {end.value_or(arpma::error_code()), total};
+  }
+
+  std::vector<char> memory = std::vector<char>(8192, 'h');
+  arpma::local_mr mr;
+  arpma::connection raw;
+};
+
+TEST_F(stream_hostile_peer, reserved_immediate_bits_reset_the_stream) {
+  send(3, 0);
+  send(3, 1U << 20);  // a reserved bit
+  auto [ec, n] = read_to_the_end();
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+  EXPECT_EQ(n, 3U) << "what came before the breach is still read";
+}
+
+TEST_F(stream_hostile_peer, data_beyond_the_credits_granted_resets_the_stream) {
+  // 4 data credits were granted; the fifth message takes a control receive.
+  for (int i = 0; i < 5; ++i) send(100, 0);
+  auto [ec, n] = read_to_the_end();
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+  EXPECT_LE(n, 500U);
+}
+
+TEST_F(stream_hostile_peer, a_message_larger_than_a_slot_resets_the_stream) {
+  send(1025, 0);  // slots are 1024 bytes
+  auto [ec, n] = read_to_the_end();
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+  EXPECT_EQ(n, 0U);
+}
+
+TEST_F(stream_hostile_peer, a_control_message_with_data_or_credit_it_never_owed_resets) {
+  send(10, arpma::detail::stream_imm::control);
+  auto [ec, n] = read_to_the_end();
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+
+  // Credits beyond the window: the server's writer must not trust them.
+  std::vector<char> data(64U << 10, 'd');
+  std::optional<arpma::error_code> wrote;
+  asio::async_write(server, asio::buffer(data),
+                    [&](arpma::error_code e, std::size_t) { wrote = e; });
+  ASSERT_TRUE(run_until([&] { return wrote.has_value(); }));
+  EXPECT_EQ(*wrote, asio::error::connection_reset);
+  EXPECT_EQ(n, 0U);
+}
+
+TEST_F(stream_hostile_peer, returning_more_credit_than_was_taken_resets_the_stream) {
+  send(0, 5);  // 5 credits back, none taken: the window is 4
+  auto [ec, n] = read_to_the_end();
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+  EXPECT_EQ(n, 0U);
 }
 
 }  // namespace

@@ -297,7 +297,7 @@ bool has_recv(soft_qp& qp) {
 }
 
 std::optional<recv_wr> take_recv(soft_qp& qp) {
-  std::deque<recv_wr>& queue = qp.srq != nullptr ? qp.srq->queue : qp.rq;
+  ring<recv_wr>& queue = qp.srq != nullptr ? qp.srq->queue : qp.rq;
   std::unique_lock<std::mutex> lock;
   if (qp.srq != nullptr) lock = std::unique_lock(qp.srq->mutex);
   if (queue.empty()) return std::nullopt;

@@ -55,7 +55,7 @@ struct soft_srq {
   std::uint32_t max_wr = 0;
   std::atomic<int> qps{0};
   std::mutex mutex;
-  std::deque<recv_wr> queue;
+  ring<recv_wr> queue;  // no node allocation as a steady queue moves along
 };
 
 /// A posted send-queue WR waiting for its response (or a local error that
@@ -125,7 +125,7 @@ struct soft_qp {
   /// queue at a READ past its initiator depth.
   std::deque<send_wr> held;
   std::uint32_t reads_out = 0;  ///< READs sent, not yet answered
-  std::deque<recv_wr> rq;
+  ring<recv_wr> rq;
   bool halted = false;  ///< a local error is queued: later WRs only wait to be flushed
 };
 

@@ -1,0 +1,96 @@
+// Zero heap allocations per arpma::stream read and write on the application's
+// thread once warm (issue 21): a 64-byte ping-pong of async_write_some and
+// async_read_some between two streams on one loop, as coroutines and as a
+// callback chain, on the soft provider (its progress thread's allocations are
+// its own; only this thread's are counted).
+#include "support/counting_new.hpp"
+
+#include "arpma/stream.hpp"
+#include "support/wait.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int warm = 200;
+constexpr int counted = 2000;
+
+class stream_alloc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::local);
+    ASSERT_TRUE(dev);
+    peer.emplace(arpma::peer::create(dev.value()).value());
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, "127.0.0.1", "0");
+    ASSERT_TRUE(ep);
+    endpoint = std::move(ep).value();
+    arpma::async_accept_stream(endpoint, *peer, {}, [&](arpma::error_code ec, arpma::stream s) {
+      EXPECT_FALSE(ec);
+      server = std::move(s);
+    });
+    arpma::async_connect_stream(io.get_executor(), *peer, "127.0.0.1",
+                                std::to_string(endpoint.port()), {},
+                                [&](arpma::error_code ec, arpma::stream s) {
+                                  EXPECT_FALSE(ec);
+                                  client = std::move(s);
+                                });
+    ASSERT_TRUE(arpma::test::run_until(io, [&] { return server && client; }));
+  }
+
+  // The server echoes every 64 bytes back, forever (until the stream goes).
+  asio::awaitable<void> echo() {
+    std::array<char, 64> buf{};
+    for (;;) {
+      auto [ec, n] =
+          co_await asio::async_read(server, asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      co_await asio::async_write(server, asio::buffer(buf, n), asio::use_awaitable);
+    }
+  }
+
+  asio::awaitable<void> ping(int rounds) {
+    std::array<char, 64> buf{};
+    for (int i = 0; i < rounds; ++i) {
+      co_await client.async_write_some(asio::buffer(buf), asio::use_awaitable);
+      co_await asio::async_read(client, asio::buffer(buf), asio::use_awaitable);
+    }
+  }
+
+  std::optional<arpma::peer> peer;
+  asio::io_context io;
+  arpma::endpoint endpoint;
+  arpma::stream server;
+  arpma::stream client;
+};
+
+TEST_F(stream_alloc, a_warm_ping_pong_allocates_nothing_on_the_loop_thread) {
+  asio::co_spawn(io, echo(), asio::detached);
+  bool warmed = false;
+  asio::co_spawn(io, ping(warm), [&](std::exception_ptr) { warmed = true; });
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return warmed; }));
+  bool done = false;
+  const auto before = arpma::test::thread_allocations();
+  asio::co_spawn(io, ping(counted), [&](std::exception_ptr) { done = true; });
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return done; }));
+  const auto per_round = static_cast<double>(arpma::test::thread_allocations() - before) / counted;
+  std::printf("stream-alloc: %.3f allocations per round trip (2 writes, 2+ reads)\n", per_round);
+  EXPECT_LT(per_round, 0.01);
+}
+
+}  // namespace

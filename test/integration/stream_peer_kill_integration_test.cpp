@@ -1,0 +1,209 @@
+// arpma::stream when the peer is killed (SIGKILL) mid-stream: the survivor's
+// pending read or write ends with connection_reset, never a hang. The peer
+// is this binary re-executed (a provider of its own, no threads inherited).
+#include "arpma/stream.hpp"
+
+#include "arpma/peer.hpp"
+#include "support/wait.hpp"
+
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/write.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string test_addr() {
+  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
+}
+
+arpma::stream_cfg small_cfg() {
+  arpma::stream_cfg cfg;
+  cfg.slots = 4;
+  cfg.control_slots = 2;
+  cfg.slot_size = 1024;
+  return cfg;
+}
+
+// The child: connects, says 'C' on the pipe, then writes without end
+// ('w') or never reads ('i'), until it is killed (60 s at most).
+int child_main(char mode, const std::string& port, int fd) {
+  asio::io_context io;
+  auto dev = arpma::get_ibv_context(test_addr(), arpma::ibv_context_type::local);
+  if (!dev) return 20;
+  auto p = arpma::peer::create(dev.value());
+  if (!p) return 21;
+  arpma::stream s;
+  arpma::async_connect_stream(io.get_executor(), p.value(), test_addr(), port, small_cfg(),
+                              [&](arpma::error_code, arpma::stream made) { s = std::move(made); });
+  if (!arpma::test::run_until(
+          io, [&] { return static_cast<bool>(s); }, 10s))
+    return 22;
+  const char c = 'C';
+  if (::write(fd, &c, 1) != 1) return 23;
+  std::vector<char> chunk(4096, 'k');
+  bool failed = false;
+  std::function<void()> next = [&] {
+    asio::async_write(s, asio::buffer(chunk), [&](arpma::error_code ec, std::size_t) {
+      if (ec)
+        failed = true;
+      else
+        next();
+    });
+  };
+  if (mode == 'w') next();
+  (void)arpma::test::run_until(
+      io, [&] { return failed; }, 60s);
+  return 24;
+}
+
+// This binary re-executed with ARPMA_STREAM_CHILD=mode:port:fd plays the
+// child before gtest's main runs.
+const bool child_ran = [] {
+  const char* spec = std::getenv("ARPMA_STREAM_CHILD");  // NOLINT(concurrency-mt-unsafe)
+  if (spec == nullptr) return false;
+  char mode = 0;
+  unsigned port = 0;
+  int fd = -1;
+  if (std::sscanf(spec, "%c:%u:%d", &mode, &port, &fd) != 3) ::_exit(2);
+  ::_exit(child_main(mode, std::to_string(port), fd));
+}();
+
+/// The child process, killed and reaped when the object goes.
+class child {
+ public:
+  child(char mode, std::uint16_t port) {
+    std::array<int, 2> fds{};
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0) return;
+    from_ = fds[0];
+    std::string spec = std::string("ARPMA_STREAM_CHILD=") + mode + ":" + std::to_string(port) +
+                       ":" + std::to_string(fds[1]);
+    std::vector<char*> env;
+    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+    env.push_back(spec.data());
+    env.push_back(nullptr);
+    std::string argv0 = "stream_peer_kill_integration_test";
+    std::array<char*, 2> argv = {argv0.data(), nullptr};
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      (void)::fcntl(fds[1], F_SETFD, 0);
+      ::execve("/proc/self/exe", argv.data(), env.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+  }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+  ~child() {
+    kill();
+    if (from_ >= 0) ::close(from_);
+  }
+  /// Whether it said it is connected within 10 s.
+  [[nodiscard]] bool connected() const {
+    pollfd p{from_, POLLIN, 0};
+    char c = 0;
+    return pid_ > 0 && ::poll(&p, 1, 10000) == 1 && ::read(from_, &c, 1) == 1 && c == 'C';
+  }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int from_ = -1;
+};
+
+class stream_peer_kill : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+    ASSERT_TRUE(dev);
+    peer.emplace(arpma::peer::create(dev.value()).value());
+    auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
+    ASSERT_TRUE(ep);
+    endpoint = std::move(ep).value();
+  }
+
+  void accept() {
+    arpma::async_accept_stream(endpoint, *peer, small_cfg(),
+                               [&](arpma::error_code ec, arpma::stream s) {
+                                 EXPECT_FALSE(ec) << ec.message();
+                                 server = std::move(s);
+                               });
+    ASSERT_TRUE(arpma::test::run_until(io, [&] { return static_cast<bool>(server); }));
+  }
+
+  std::string addr = test_addr();
+  std::optional<arpma::peer> peer;
+  asio::io_context io;
+  arpma::endpoint endpoint;
+  arpma::stream server;
+};
+
+TEST_F(stream_peer_kill, a_reader_whose_writer_dies_reads_what_came_then_a_reset) {
+  child c('w', endpoint.port());
+  accept();
+  ASSERT_TRUE(c.connected());
+  std::vector<char> buf(4096);
+  std::size_t got = 0;
+  std::optional<arpma::error_code> end;
+  std::function<void()> next = [&] {
+    server.async_read_some(asio::buffer(buf), [&](arpma::error_code ec, std::size_t n) {
+      got += n;
+      if (ec)
+        end = ec;
+      else if (got > (1U << 20))
+        c.kill();  // mid-stream, with the window full
+      if (!ec) next();
+    });
+  };
+  next();
+  ASSERT_TRUE(arpma::test::run_until(
+      io, [&] { return end.has_value(); }, 60s))
+      << "hung";
+  EXPECT_EQ(*end, asio::error::connection_reset) << end->message();
+  EXPECT_GT(got, 1U << 20);
+}
+
+TEST_F(stream_peer_kill, a_writer_blocked_on_a_dead_reader_gets_a_reset) {
+  child c('i', endpoint.port());
+  accept();
+  ASSERT_TRUE(c.connected());
+  std::vector<char> data(1U << 20, 'x');
+  std::optional<arpma::error_code> end;
+  asio::async_write(server, asio::buffer(data),
+                    [&](arpma::error_code ec, std::size_t) { end = ec; });
+  // The child never reads: the window fills and the write waits.
+  EXPECT_FALSE(arpma::test::run_until(
+      io, [&] { return end.has_value(); }, 200ms));
+  c.kill();
+  ASSERT_TRUE(arpma::test::run_until(
+      io, [&] { return end.has_value(); }, 60s))
+      << "hung";
+  EXPECT_EQ(*end, asio::error::connection_reset) << end->message();
+}
+
+}  // namespace
