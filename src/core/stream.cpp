@@ -46,7 +46,7 @@ std::size_t stream_cfg::memory() const noexcept {
 
 std::error_code stream_cfg::check() const noexcept {
   if (slots < 1 || slots > max_slots || control_slots < 1 || control_slots > max_control_slots ||
-      slot_size < 1 || slot_size > max_slot_size || timeout.count() < 0)
+      slot_size < 1 || slot_size > max_slot_size || timeout.count() < 0 || busy_poll.count() < 0)
     return make_error_code(errc::invalid_argument);
   return {};
 }

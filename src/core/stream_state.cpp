@@ -104,6 +104,7 @@ void stream_state::start_read(const stream_buffers<boost::asio::mutable_buffer>&
     return;
   }
   read_.emplace(pending<boost::asio::mutable_buffer>{bufs, std::move(handler), local});
+  if (cfg_.busy_poll.count() > 0) last_progress_ = std::chrono::steady_clock::now();
   auto slot = read_->handler.get_cancellation_slot();
   if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::read});
   run();
@@ -120,6 +121,7 @@ void stream_state::start_write(const stream_buffers<boost::asio::const_buffer>& 
     return;
   }
   write_.emplace(pending<boost::asio::const_buffer>{bufs, std::move(handler), local});
+  if (cfg_.busy_poll.count() > 0) last_progress_ = std::chrono::steady_clock::now();
   auto slot = write_->handler.get_cancellation_slot();
   if (slot.is_connected()) slot.emplace<cancel_op>(cancel_op{this, which::write});
   run();
@@ -212,6 +214,7 @@ void stream_state::drain() {
   for (;;) {
     auto got = cq_.poll(wcs);
     if (!got) return fail(reset_error());
+    if (got.value() > 0) last_progress_ = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < got.value(); ++i) on_completion(wcs[i]);
     if (got.value() < wcs.size()) return;
   }
@@ -225,7 +228,13 @@ void stream_state::arm_wait() {
     if (waiting_ && fd_) fd_->cancel();
     return;
   }
-  if (waiting_) return;
+  if (waiting_ || spinning_) return;
+  if (cfg_.busy_poll.count() > 0 && !lingering_ &&
+      std::chrono::steady_clock::now() - last_progress_ < cfg_.busy_poll) {
+    spinning_ = true;
+    asio::post(ex_, [self = shared_from_this()] { self->spin(); });
+    return;
+  }
   waiting_ = true;
   fd_->async_wait(asio::posix::stream_descriptor::wait_read,
                   [self = shared_from_this()](const error_code& ec) { self->on_readable(ec); });
@@ -246,6 +255,14 @@ void stream_state::on_readable(const error_code& ec) {
   } else if (ec != aerr::operation_aborted) {
     fail(reset_error());
   }
+  run();
+}
+
+// One busy poll, behind the handlers queued meanwhile; run() posts the next
+// while the budget since the last completion lasts, then sleeps on the fd.
+void stream_state::spin() {
+  spinning_ = false;
+  if (abandoned_ || !fd_) return;
   run();
 }
 

@@ -16,6 +16,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -110,6 +111,7 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   void send_fin();
   void arm_wait();
   void on_readable(const error_code& ec);
+  void spin();
   void fail(error_code ec);
   void finish_linger();
   void abort_now() noexcept;
@@ -166,6 +168,8 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   bool rerun_ = false;
   bool waiting_ = false;
   bool abandoned_ = false;
+  bool spinning_ = false;  ///< a busy poll is posted
+  std::chrono::steady_clock::time_point last_progress_{};
 
   std::optional<pending<boost::asio::mutable_buffer>> read_;
   std::optional<pending<boost::asio::const_buffer>> write_;

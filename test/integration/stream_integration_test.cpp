@@ -287,6 +287,24 @@ TEST_F(stream_integration, an_idle_stream_holds_no_work_in_the_loop) {
   EXPECT_EQ(got, msg);
 }
 
+TEST_F(stream_integration, busy_polling_streams_move_data_then_let_the_loop_go_idle) {
+  auto cfg = small_cfg();
+  cfg.busy_poll = std::chrono::microseconds(200);
+  connect(cfg, cfg);
+  std::vector<std::uint8_t> data(1U << 20);
+  std::iota(data.begin(), data.end(), std::uint8_t{0});
+  std::vector<std::uint8_t> got(data.size());
+  asio::async_write(client, asio::buffer(data),
+                    [](arpma::error_code ec, std::size_t) { EXPECT_FALSE(ec) << ec.message(); });
+  asio::async_read(server, asio::buffer(got),
+                   [](arpma::error_code ec, std::size_t) { EXPECT_FALSE(ec) << ec.message(); });
+  io.restart();
+  const auto start = std::chrono::steady_clock::now();
+  io.run_for(20s);  // returns once both are done and the polls ran out of budget
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_TRUE(got == data);
+}
+
 TEST_F(stream_integration, a_request_that_is_no_stream_is_refused_and_the_next_accepted) {
   auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
   ASSERT_TRUE(ep);

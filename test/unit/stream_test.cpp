@@ -19,11 +19,11 @@ namespace {
 TEST(stream_cfg, defaults_are_in_range_and_state_their_memory) {
   arpma::stream_cfg cfg;
   EXPECT_FALSE(cfg.check());
-  EXPECT_EQ(cfg.memory(), (2U * 32 + 4) * 8192);  // 544 KiB, as docs/stream.md says
+  EXPECT_EQ(cfg.memory(), (2U * 16 + 4) * 32768);  // 1152 KiB, as docs/stream.md says
   const auto conn = cfg.connection_cfg();
-  EXPECT_EQ(conn.sq_size, 36U);
-  EXPECT_EQ(conn.rq_size, 36U);
-  EXPECT_EQ(conn.cq_size, 72U);
+  EXPECT_EQ(conn.sq_size, 20U);
+  EXPECT_EQ(conn.rq_size, 20U);
+  EXPECT_EQ(conn.cq_size, 40U);
   EXPECT_EQ(conn.rcq_size, 0U);
 }
 
@@ -40,6 +40,7 @@ TEST(stream_cfg, fields_out_of_range_are_invalid) {
   EXPECT_TRUE(invalid([](auto& c) { c.slot_size = 0; }));
   EXPECT_TRUE(invalid([](auto& c) { c.slot_size = (1U << 20) + 1; }));
   EXPECT_TRUE(invalid([](auto& c) { c.timeout = std::chrono::milliseconds(-1); }));
+  EXPECT_TRUE(invalid([](auto& c) { c.busy_poll = std::chrono::microseconds(-1); }));
 }
 
 TEST(stream_hello, round_trips_and_refuses_what_is_no_hello) {
