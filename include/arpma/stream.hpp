@@ -17,6 +17,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/socket_base.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <array>
 #include <chrono>
@@ -88,6 +89,12 @@ void start_stream_read(stream_state* state, const stream_buffers<boost::asio::mu
 void start_stream_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
                         stream_io_handler handler, bool local);
 [[nodiscard]] const boost::asio::any_io_executor& executor_of(const stream_state* state) noexcept;
+/// The blocking forms: start the operation, then run the stream's
+/// io_context one handler at a time until it completes.
+std::size_t sync_read(stream_state* state, const stream_buffers<boost::asio::mutable_buffer>& bufs,
+                      error_code& ec);
+std::size_t sync_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
+                       error_code& ec);
 template <class Handler>
 [[nodiscard]] bool runs_on(const Handler& handler, const boost::asio::any_io_executor& ex) {
   return static_cast<bool>(ex) &&
@@ -186,6 +193,37 @@ class stream {
                         CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, detail::stream_io_signature>(
         detail::initiate_stream_write{state_.get()}, token, buffers);
+  }
+
+  /// The blocking forms (SyncReadStream, SyncWriteStream): the same
+  /// operations, completed by running the stream's io_context from the
+  /// calling thread (other handlers of that loop run meanwhile, as in
+  /// run_one). Not from inside one of the stream's own handlers:
+  /// asio::error::would_block there. Errors as the async forms; the
+  /// overloads without `ec` throw boost::system::system_error.
+  template <class MutableBufferSequence>
+  std::size_t read_some(const MutableBufferSequence& buffers, error_code& ec) {
+    return detail::sync_read(state_.get(),
+                             detail::stream_buffers<boost::asio::mutable_buffer>(buffers), ec);
+  }
+  template <class MutableBufferSequence>
+  std::size_t read_some(const MutableBufferSequence& buffers) {
+    error_code ec;
+    const auto n = read_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec, "arpma::stream::read_some");
+    return n;
+  }
+  template <class ConstBufferSequence>
+  std::size_t write_some(const ConstBufferSequence& buffers, error_code& ec) {
+    return detail::sync_write(state_.get(),
+                              detail::stream_buffers<boost::asio::const_buffer>(buffers), ec);
+  }
+  template <class ConstBufferSequence>
+  std::size_t write_some(const ConstBufferSequence& buffers) {
+    error_code ec;
+    const auto n = write_some(buffers, ec);
+    if (ec) throw boost::system::system_error(ec, "arpma::stream::write_some");
+    return n;
   }
 
   /// Ends this side's sending (shutdown_send or shutdown_both; receiving

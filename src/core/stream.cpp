@@ -8,7 +8,11 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
 
+#include <boost/asio/strand.hpp>
+
+#include <optional>
 #include <system_error>
+#include <utility>
 
 namespace arpma {
 
@@ -161,6 +165,50 @@ void start_stream_write(stream_state* state, const stream_buffers<boost::asio::c
     return fail_at_once(std::move(handler), error_code(boost::asio::error::bad_descriptor),
                         std::size_t{0});
   state->start_write(bufs, std::move(handler), local);
+}
+
+namespace {
+
+// Runs `start(handler)` and the stream's io_context until the handler ran.
+template <class Start>
+std::size_t run_to_completion(stream_state* state, error_code& ec, Start start) {
+  if (state == nullptr) {
+    ec = boost::asio::error::bad_descriptor;
+    return 0;
+  }
+  const auto& ex = state->executor();
+  boost::asio::io_context* io = nullptr;
+  using loop_executor = boost::asio::io_context::executor_type;
+  if (const auto* plain = ex.target<loop_executor>())
+    io = &plain->context();
+  else if (const auto* strand = ex.target<boost::asio::strand<loop_executor>>())
+    io = &strand->get_inner_executor().context();
+  if (io == nullptr || state->busy()) {
+    ec = boost::asio::error::would_block;  // no loop to run, or ours is on the stack
+    return 0;
+  }
+  std::optional<std::pair<error_code, std::size_t>> out;
+  start(stream_io_handler([&out](error_code e, std::size_t n) { out.emplace(e, n); }));
+  while (!out) {
+    if (io->stopped()) io->restart();
+    io->run_one();
+  }
+  ec = out->first;
+  return out->second;
+}
+
+}  // namespace
+
+std::size_t sync_read(stream_state* state, const stream_buffers<boost::asio::mutable_buffer>& bufs,
+                      error_code& ec) {
+  return run_to_completion(
+      state, ec, [&](stream_io_handler h) { state->start_read(bufs, std::move(h), true); });
+}
+
+std::size_t sync_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
+                       error_code& ec) {
+  return run_to_completion(
+      state, ec, [&](stream_io_handler h) { state->start_write(bufs, std::move(h), true); });
 }
 
 void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::string addr,

@@ -86,6 +86,8 @@ void stream_state::attach(connection conn, const stream_cfg& peer) {
   if (set_fd_blocking(fd, false)) return fail(reset_error());
   fd_.emplace(ex_, fd);
   on_loop_shutdown(ex_, shared_from_this());
+  cm_ = st->cm_events;
+  access::state(conn_)->watch(shared_from_this());
 }
 
 std::uint32_t stream_state::control_limit() const noexcept {
@@ -177,14 +179,25 @@ void stream_state::deliver(std::optional<ready>& r) {
   auto call = [h = std::move(done.handler), ec = done.ec, n = done.n]() mutable {
     std::move(h)(ec, n);
   };
-  if (!target) {
-    if (done.immediate) return asio::post(ex_, std::move(call));
-    return call();
+  if (!done.immediate) {
+    if (!target) return call();
+    return asio::dispatch(*target, std::move(call));
   }
-  if (!done.immediate) return asio::dispatch(*target, std::move(call));
-  asio::post(ex_, [target = std::move(*target), call = std::move(call)]() mutable {
-    asio::dispatch(target, std::move(call));
+  ++posted_;
+  asio::post(ex_, [self = shared_from_this(), target = std::move(target),
+                   call = std::move(call)]() mutable {
+    --self->posted_;
+    if (target)
+      asio::dispatch(*target, std::move(call));
+    else
+      call();
+    self->settle();
   });
+}
+
+// After a posted handler ran: let go of the waits if it started nothing.
+void stream_state::settle() {
+  if (!running_) arm_wait();
 }
 
 // ---- the driver ------------------------------------------------------------
@@ -221,8 +234,9 @@ void stream_state::drain() {
 }
 
 void stream_state::arm_wait() {
-  const bool needed =
-      fd_ && !failure_ && (read_ || write_ || lingering_ || (shutdown_ && !fin_sent_));
+  const bool needed = fd_ && !failure_ &&
+                      (read_ || write_ || posted_ > 0 || lingering_ || (shutdown_ && !fin_sent_));
+  hold_events(needed);
   if (!needed) {
     // Nothing waits: like an idle socket, hold no work in the loop.
     if (waiting_ && fd_) fd_->cancel();
@@ -256,6 +270,33 @@ void stream_state::on_readable(const error_code& ec) {
     fail(reset_error());
   }
   run();
+}
+
+void stream_state::hold_events(bool wanted) noexcept {
+  if (wanted == holding_cm_ || !cm_) return;
+  holding_cm_ = wanted;
+  if (wanted) {
+    try {
+      cm_->hold();
+    } catch (...) {
+      holding_cm_ = false;  // no watch: a dead peer is then found by the CQ alone
+    }
+  } else {
+    cm_->release();
+  }
+}
+
+// Called from inside the connection's event delivery: handlers that may
+// close the connection run later, from the loop's queue.
+void stream_state::poke() {
+  asio::post(ex_, [self = shared_from_this()] {
+    if (!self->conn_ || self->abandoned_) return;
+    // What the peer sent before it went (its FIN among it) counts first.
+    self->drain();
+    const conn_state* st = access::state(self->conn_);
+    if (st != nullptr && st->closed && !self->fin_received_) self->fail(reset_error());
+    self->run();
+  });
 }
 
 // One busy poll, behind the handlers queued meanwhile; run() posts the next
@@ -350,8 +391,9 @@ void stream_state::pump_read() {
     const auto n = copy_out(read_->bufs);
     return finish(read_, read_done_, failure_ && n == 0 ? failure_ : error_code(), n);
   }
-  if (failure_) return finish(read_, read_done_, failure_, 0);
+  // Everything before the peer's FIN was read: whatever broke after, eof.
   if (fin_received_) return finish(read_, read_done_, aerr::eof, 0);
+  if (failure_) return finish(read_, read_done_, failure_, 0);
   if (!conn_) return finish(read_, read_done_, aerr::operation_aborted, 0);
 }
 
@@ -501,6 +543,7 @@ void stream_state::finish_linger() {
 }
 
 void stream_state::abort_now() noexcept {
+  hold_events(false);
   if (fd_) {
     if (waiting_) fd_->cancel();  // its handler holds this state until it runs
     fd_->release();

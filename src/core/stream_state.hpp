@@ -11,6 +11,7 @@
 
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
+#include "core/watchers.hpp"
 #include "provider/provider.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -46,7 +47,8 @@ inline constexpr std::size_t stream_hello_size = 16;
 /// Owned by the stream handle, and while it waits by its descriptor wait
 /// (which holds it, as an Asio operation holds its handler's state).
 class stream_state : public std::enable_shared_from_this<stream_state>,
-                     public loop_shutdown_listener {
+                     public loop_shutdown_listener,
+                     public conn_watcher {
  public:
   explicit stream_state(const stream_cfg& cfg) : cfg_(cfg) {}
   stream_state(const stream_state&) = delete;
@@ -63,6 +65,8 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
   [[nodiscard]] connection& conn() noexcept { return conn_; }
   [[nodiscard]] const stream_cfg& cfg() const noexcept { return cfg_; }
+  /// Its engine is on the stack (a handler of it is running).
+  [[nodiscard]] bool busy() const noexcept { return running_; }
 
   void start_read(const stream_buffers<boost::asio::mutable_buffer>& bufs,
                   stream_io_handler handler, bool local);
@@ -72,6 +76,9 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   void close() noexcept;
   /// The io_context is going: let go of the descriptor before its reactor.
   void abandon() noexcept override;
+  /// A connection event arrived (a disconnect, the link lost).
+  void poke() override;
+  void gone() override {}
 
  private:
   template <class Buffer>
@@ -112,6 +119,8 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   void arm_wait();
   void on_readable(const error_code& ec);
   void spin();
+  void hold_events(bool wanted) noexcept;
+  void settle();
   void fail(error_code ec);
   void finish_linger();
   void abort_now() noexcept;
@@ -143,6 +152,14 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   provider::provider* prov_ = nullptr;
   provider::comp_channel* channel_ = nullptr;
   std::optional<asio::posix::stream_descriptor> fd_;
+  // The connection's event channel, held (watched) while an operation waits,
+  // so a peer that dies or disconnects is heard of on every provider (rxe's
+  // queue pair goes to error only when the disconnect is answered).
+  std::shared_ptr<cm_channel> cm_;
+  bool holding_cm_ = false;
+  /// Completions posted and not yet run: they may start the next operation,
+  /// so the waits stay armed until they ran.
+  std::size_t posted_ = 0;
 
   // Receiving.
   std::vector<filled> filled_;  ///< FIFO ring of received data, in arrival order

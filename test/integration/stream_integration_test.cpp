@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -303,6 +305,37 @@ TEST_F(stream_integration, busy_polling_streams_move_data_then_let_the_loop_go_i
   io.run_for(20s);  // returns once both are done and the polls ran out of budget
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   EXPECT_TRUE(got == data);
+}
+
+TEST_F(stream_integration, the_blocking_forms_run_the_loop_until_done) {
+  connect();
+  // A pending async read on the server completes while the client's
+  // blocking write runs the loop.
+  std::string got(5, '\0');
+  bool read = false;
+  asio::async_read(server, asio::buffer(got), [&](arpma::error_code ec, std::size_t) {
+    EXPECT_FALSE(ec) << ec.message();
+    read = true;
+  });
+  std::size_t written = 0;
+  while (written < 5)
+    written += client.write_some(asio::buffer(std::string_view("hello").substr(written)));
+  ASSERT_TRUE(run_until([&] { return read; }));
+  EXPECT_EQ(got, "hello");
+
+  EXPECT_EQ(asio::write(server, asio::buffer("abc", 3)), 3U);
+  std::array<char, 8> buf{};
+  arpma::error_code ec;
+  std::size_t n = 0;
+  while (n < 3 && !ec) n += client.read_some(asio::buffer(buf.data() + n, buf.size() - n), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(std::string(buf.data(), n), "abc");
+
+  EXPECT_FALSE(server.shutdown());
+  EXPECT_EQ(client.read_some(asio::buffer(buf), ec), 0U);
+  EXPECT_EQ(ec, asio::error::eof);
+  arpma::stream none;
+  EXPECT_THROW((void)none.read_some(asio::buffer(buf)), boost::system::system_error);
 }
 
 TEST_F(stream_integration, a_request_that_is_no_stream_is_refused_and_the_next_accepted) {
