@@ -100,8 +100,9 @@ template <class Handler>
   return static_cast<bool>(ex) &&
          same_executor(boost::asio::get_associated_executor(handler, ex), ex);
 }
-void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::string addr,
-                          std::string port, const stream_cfg& cfg, stream_handler handler);
+void start_connect_stream(const boost::asio::any_io_executor& ex, const peer& p,
+                          const std::string& addr, const std::string& port, const stream_cfg& cfg,
+                          stream_handler handler);
 void start_accept_stream(endpoint& ep, const peer& p, const stream_cfg& cfg,
                          stream_handler handler);
 
@@ -258,10 +259,9 @@ auto async_connect_stream(const boost::asio::any_io_executor& ex, const peer& p,
                           std::string_view addr, std::string_view port, const stream_cfg& cfg,
                           CompletionToken&& token = CompletionToken()) {
   return boost::asio::async_initiate<CompletionToken, detail::stream_signature>(
-      [pp = &p](auto handler, boost::asio::any_io_executor io, std::string a, std::string s,
-                const stream_cfg& c) {
-        detail::start_connect_stream(std::move(io), *pp, std::move(a), std::move(s), c,
-                                     detail::stream_handler(std::move(handler)));
+      [pp = &p](auto handler, const boost::asio::any_io_executor& io, const std::string& a,
+                const std::string& s, const stream_cfg& c) {
+        detail::start_connect_stream(io, *pp, a, s, c, detail::stream_handler(std::move(handler)));
       },
       token, ex, std::string(addr), std::string(port), cfg);
 }

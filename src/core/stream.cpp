@@ -211,8 +211,9 @@ std::size_t sync_write(stream_state* state, const stream_buffers<boost::asio::co
       state, ec, [&](stream_io_handler h) { state->start_write(bufs, std::move(h), true); });
 }
 
-void start_connect_stream(boost::asio::any_io_executor ex, const peer& p, std::string addr,
-                          std::string port, const stream_cfg& cfg, stream_handler handler) {
+void start_connect_stream(const boost::asio::any_io_executor& ex, const peer& p,
+                          const std::string& addr, const std::string& port, const stream_cfg& cfg,
+                          stream_handler handler) {
   error_code ec;
   auto st = prepared(p, cfg, ec);
   if (!st) return fail_now(ex, std::move(handler), ec);
