@@ -174,6 +174,7 @@ void stream_state::deliver(std::optional<ready>& r) {
   if (!r) return;
   ready done = std::move(*r);
   r.reset();
+  if (abandoned_) return;  // the loop is gone: dropped uncalled, as Asio drops its own
   std::optional<asio::any_completion_executor> target;
   if (!done.local) target = asio::get_associated_executor(done.handler, ex_);  // a heap block
   auto call = [h = std::move(done.handler), ec = done.ec, n = done.n]() mutable {
@@ -289,6 +290,7 @@ void stream_state::hold_events(bool wanted) noexcept {
 // Called from inside the connection's event delivery: handlers that may
 // close the connection run later, from the loop's queue.
 void stream_state::poke() {
+  if (abandoned_) return;
   asio::post(ex_, [self = shared_from_this()] {
     if (!self->conn_ || self->abandoned_) return;
     // What the peer sent before it went (its FIN among it) counts first.

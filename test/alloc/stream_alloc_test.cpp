@@ -6,6 +6,7 @@
 #include "support/counting_new.hpp"
 
 #include "arpma/stream.hpp"
+#include "support/stream_pair.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -30,12 +31,9 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int warm = 200;
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 constexpr int counted = 2000;
+
+using arpma::test::test_addr;
 
 class stream_alloc : public ::testing::Test {
  protected:

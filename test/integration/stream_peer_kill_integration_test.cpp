@@ -4,6 +4,7 @@
 #include "arpma/stream.hpp"
 
 #include "arpma/peer.hpp"
+#include "support/stream_pair.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -31,18 +32,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-arpma::stream_cfg small_cfg() {
-  arpma::stream_cfg cfg;
-  cfg.slots = 4;
-  cfg.control_slots = 2;
-  cfg.slot_size = 1024;
-  return cfg;
-}
+using arpma::test::small_cfg;
+using arpma::test::test_addr;
 
 // The child: connects, says 'C' on the pipe, then writes without end
 // ('w') or never reads ('i'), until it is killed (60 s at most).
