@@ -10,12 +10,16 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -98,6 +102,72 @@ inline void end_sending(arpma::stream& s) { (void)s.shutdown(); }
 inline void end_sending(tcp::socket& s) {
   boost::system::error_code ignored;
   s.shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+// Spawns `body` and runs the loop for at most 20 s (every example stops by
+// itself); 0 when `body` finished without an exception.
+inline int run_bounded(const char* side, asio::io_context& io, asio::awaitable<void> body) {
+  int rc = 1;
+  asio::co_spawn(io, std::move(body), [&](const std::exception_ptr& e) {
+    try {
+      if (e) std::rethrow_exception(e);
+      rc = 0;
+    } catch (const std::exception& ex) {
+      std::printf("%s: failed: %s\n", side, ex.what());
+    }
+  });
+  io.run_for(std::chrono::seconds(20));
+  return rc;
+}
+
+template <class Listener, class Serve>
+asio::awaitable<void> accept_then(Listener& l, Serve serve) {
+  co_await serve(co_await l.accept());
+}
+
+// A server's main: listens on the transport the arguments choose, then runs
+// `serve(stream)` (a template over the stream type) on the first connection.
+template <class Serve>
+int server_main(int argc, char* argv[], Serve serve) {
+  const auto a = parse_args(argc, argv);
+  asio::io_context io;
+  try {
+    if (a.tcp) {
+      tcp_listener l(io.get_executor(), a);
+      return run_bounded("server", io, accept_then(l, serve));
+    }
+    rdma_listener l(io.get_executor(), a);
+    return run_bounded("server", io, accept_then(l, serve));
+  } catch (const std::exception& ex) {
+    std::printf("server: cannot listen: %s\n", ex.what());
+    return 1;
+  }
+}
+
+template <class Talk>
+asio::awaitable<void> connect_tcp_then(const args& a, Talk talk) {
+  co_await talk(co_await connect_tcp(a), a);
+}
+
+template <class Talk>
+asio::awaitable<void> connect_rdma_then(const args& a, const arpma::peer& p, Talk talk) {
+  co_await talk(co_await connect_rdma(a, p), a);
+}
+
+// A client's main: connects over the transport the arguments choose, then
+// runs `talk(stream, args)`.
+template <class Talk>
+int client_main(int argc, char* argv[], Talk talk) {
+  const auto a = parse_args(argc, argv);
+  asio::io_context io;
+  try {
+    if (a.tcp) return run_bounded("client", io, connect_tcp_then(a, talk));
+    const auto p = make_peer(a.addr);
+    return run_bounded("client", io, connect_rdma_then(a, p, talk));
+  } catch (const std::exception& ex) {
+    std::printf("client: failed: %s\n", ex.what());
+    return 1;
+  }
 }
 
 }  // namespace example

@@ -6,14 +6,10 @@
 
 #include "common.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
-#include <chrono>
 #include <cstdio>
-#include <exception>
 #include <string>
 
 namespace asio = boost::asio;
@@ -46,38 +42,6 @@ asio::awaitable<void> get_pages(Stream s, const std::string& host) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  const auto a = example::parse_args(argc, argv);
-  asio::io_context io;
-  int rc = 1;
-  auto done = [&](const std::exception_ptr& e) {
-    try {
-      if (e) std::rethrow_exception(e);
-      rc = 0;
-    } catch (const std::exception& ex) {
-      std::printf("client: failed: %s\n", ex.what());
-    }
-  };
-  try {
-    if (a.tcp) {
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            co_await get_pages(co_await example::connect_tcp(a), a.addr);
-          },
-          done);
-      io.run_for(std::chrono::seconds(20));
-    } else {
-      auto p = example::make_peer(a.addr);
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            co_await get_pages(co_await example::connect_rdma(a, p), a.addr);
-          },
-          done);
-      io.run_for(std::chrono::seconds(20));
-    }
-  } catch (const std::exception& ex) {
-    std::printf("client: failed: %s\n", ex.what());
-  }
-  return rc;
+  return example::client_main(
+      argc, argv, [](auto s, const example::args& a) { return get_pages(std::move(s), a.addr); });
 }

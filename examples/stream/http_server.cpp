@@ -7,14 +7,10 @@
 
 #include "common.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
-#include <chrono>
 #include <cstdio>
-#include <exception>
 #include <string>
 
 namespace asio = boost::asio;
@@ -45,37 +41,8 @@ asio::awaitable<void> serve_http(Stream s) {
   std::printf("server: served %d requests\n", served);
 }
 
-template <class Listener>
-asio::awaitable<void> serve(Listener& l) {
-  co_await serve_http(co_await l.accept());
-}
-
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  const auto a = example::parse_args(argc, argv);
-  asio::io_context io;
-  int rc = 1;
-  auto done = [&](const std::exception_ptr& e) {
-    try {
-      if (e) std::rethrow_exception(e);
-      rc = 0;
-    } catch (const std::exception& ex) {
-      std::printf("server: failed: %s\n", ex.what());
-    }
-  };
-  try {
-    if (a.tcp) {
-      example::tcp_listener l(io.get_executor(), a);
-      asio::co_spawn(io, serve(l), done);
-      io.run_for(std::chrono::seconds(20));
-    } else {
-      example::rdma_listener l(io.get_executor(), a);
-      asio::co_spawn(io, serve(l), done);
-      io.run_for(std::chrono::seconds(20));
-    }
-  } catch (const std::exception& ex) {
-    std::printf("server: cannot listen: %s\n", ex.what());
-  }
-  return rc;
+  return example::server_main(argc, argv, [](auto s) { return serve_http(std::move(s)); });
 }
