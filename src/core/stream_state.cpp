@@ -309,11 +309,28 @@ void stream_state::spin() {
   run();
 }
 
+// As Asio destroys the operations of a loop that goes, the pending
+// handlers go uncalled; one may hold the last handle to this stream.
 void stream_state::abandon() noexcept {
+  const auto self = weak_from_this().lock();
   abandoned_ = true;
-  if (!fd_) return;
-  fd_->release();  // the provider's fd, never closed here
-  fd_.reset();
+  if (fd_) {
+    fd_->release();  // the provider's fd, never closed here
+    fd_.reset();
+  }
+  drop(read_);
+  drop(write_);
+  read_done_.reset();
+  write_done_.reset();
+}
+
+template <class Buffer>
+void stream_state::drop(std::optional<pending<Buffer>>& op) noexcept {
+  if (!op) return;
+  auto slot = op->handler.get_cancellation_slot();
+  if (slot.is_connected()) slot.clear();
+  auto gone = std::move(op->handler);
+  op.reset();
 }
 
 // The first failure ends the link for both sides: the peer's operations
@@ -357,7 +374,9 @@ void stream_state::on_receive(const completion& c) {
     if (auto ec = repost(slot)) return fail(reset_error());
     ++control_seen_;
   } else {
-    if (fin_received_) return fail(reset_error());
+    // Data after its FIN, or beyond the credits it was given (every slot it
+    // filled is unread or owed): refused before a byte of it is kept.
+    if (fin_received_ || filled_count_ + owed_ >= cfg_.slots) return fail(reset_error());
     if (c.byte_len == 0) {
       if (auto ec = repost(slot)) return fail(reset_error());
       ++owed_;
@@ -365,7 +384,6 @@ void stream_state::on_receive(const completion& c) {
       filled_[(filled_head_ + filled_count_) % filled_.size()] = filled{slot, c.byte_len, 0};
       ++filled_count_;
     }
-    if (filled_count_ + owed_ > cfg_.slots) return fail(reset_error());
   }
   if ((imm & stream_imm::fin) != 0) fin_received_ = true;
 }

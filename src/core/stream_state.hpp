@@ -127,6 +127,8 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   template <class Buffer>
   void finish(std::optional<pending<Buffer>>& op, std::optional<ready>& out, error_code ec,
               std::size_t n);
+  template <class Buffer>
+  void drop(std::optional<pending<Buffer>>& op) noexcept;
   void cancel(which op);
   void deliver(std::optional<ready>& r);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 namespace arpma::test {
 
@@ -129,6 +130,41 @@ bool fake_provider::complete(prov::cm_id* h, std::uint64_t wr_id, prov::wc_statu
   // The receive CQ is the SRQ's or the QP's own; a QP on an SRQ posts no receives here.
   release_locked(as<cq_obj>(p.receive ? i->qp.recv_cq : i->qp.send_cq), wc);
   return true;
+}
+
+bool fake_provider::receive(prov::cm_id* h, std::span<const std::uint8_t> payload,
+                            std::optional<std::uint32_t> imm) {
+  const std::lock_guard lock(mutex_);
+  auto* i = as<id>(h);
+  if (!alive(i)) return false;
+  auto& pending = i->outstanding;
+  const auto it =
+      std::find_if(pending.begin(), pending.end(), [](const posted_wr& p) { return p.receive; });
+  if (it == pending.end()) return false;
+  const prov::recv_wr wr = it->recv;
+  pending.erase(it);
+  prov::work_completion wc;
+  wc.wr_id = wr.wr_id;
+  wc.qp_num = i->qp_num;
+  wc.opcode = prov::wc_opcode::recv;
+  if (payload.size() > wr.local.length) {
+    wc.status = prov::wc_status::loc_len_err;
+  } else {
+    if (!payload.empty())
+      std::memcpy(reinterpret_cast<void*>(wr.local.addr), payload.data(),
+                  payload.size());  // NOLINT
+    wc.byte_len = static_cast<std::uint32_t>(payload.size());
+    wc.with_imm = imm.has_value();
+    wc.imm_data = imm.value_or(0);
+  }
+  release_locked(as<cq_obj>(i->qp.recv_cq), wc);
+  return true;
+}
+
+std::vector<std::uint8_t> fake_provider::payload(const posted_wr& wr) {
+  if (wr.receive || wr.send.local.length == 0) return {};
+  const auto* p = reinterpret_cast<const std::uint8_t*>(wr.send.local.addr);  // NOLINT
+  return {p, p + wr.send.local.length};
 }
 
 std::size_t fake_provider::flush(prov::cm_id* h) {

@@ -90,6 +90,16 @@ class fake_provider final : public prov::provider {
   bool complete(prov::cm_id* id, std::uint64_t wr_id,
                 prov::wc_status status = prov::wc_status::success,
                 std::optional<std::uint32_t> byte_len = std::nullopt);
+  /// A message from the peer, as its SEND (WITH IMMEDIATE when `imm` is
+  /// given) would arrive: it takes the oldest receive `id` has posted, its
+  /// payload is copied into that receive's buffer and its completion is
+  /// released; a payload larger than the buffer fails the receive with
+  /// LOC_LEN_ERR and copies nothing, as a device does. false when `id` has no
+  /// receive posted.
+  bool receive(prov::cm_id* id, std::span<const std::uint8_t> payload,
+               std::optional<std::uint32_t> imm = std::nullopt);
+  /// The bytes a posted send carries (its local buffer, as it is now).
+  [[nodiscard]] static std::vector<std::uint8_t> payload(const posted_wr& wr);
   /// Releases every outstanding request of `id` with WR_FLUSH_ERR, oldest
   /// first (a QP gone to the error state); how many.
   std::size_t flush(prov::cm_id* id);
