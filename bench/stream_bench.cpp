@@ -8,7 +8,9 @@
 // round, the medians and the median of the per-round ratios (targets:
 // >= 0.7x TCP on soft, >= 1.0x on rxe). Bounded: a few seconds per round.
 //
-//   stream_bench [--quick] [--addr A] [--slots N] [--slot-size B]   (A: 127.0.0.1)
+//   stream_bench [--quick] [--addr A] [--slots N] [--slot-size B] [--busy-poll US]
+//                [--only tcp|stream] [--test http|bulk]
+//   (A: 127.0.0.1; --only and --test: one side, one test, for perf and strace)
 #include <arpma/endpoint.hpp>
 #include <arpma/peer.hpp>
 #include <arpma/stream.hpp>
@@ -48,6 +50,10 @@ std::size_t stream_bytes = std::size_t{256} << 20;  // per round; --quick: 64 Mi
 constexpr std::size_t chunk = 64 << 10;
 std::string addr = "127.0.0.1";
 arpma::stream_cfg cfg;  // --slots N --slot-size B
+bool run_tcp = true;    // --only stream: false
+bool run_rdma = true;   // --only tcp: false
+bool run_http = true;   // --test bulk: false
+bool run_bulk = true;   // --test http: false
 
 arpma::peer make_peer() {
   auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
@@ -249,9 +255,18 @@ int main(int argc, char* argv[]) {
       cfg.slots = static_cast<std::uint32_t>(std::stoul(args[++i]));
     } else if (std::strcmp(args[i], "--slot-size") == 0 && i + 1 < args.size()) {
       cfg.slot_size = static_cast<std::uint32_t>(std::stoul(args[++i]));
+    } else if (std::strcmp(args[i], "--only") == 0 && i + 1 < args.size()) {
+      const std::string side = args[++i];
+      run_tcp = side == "tcp";
+      run_rdma = side == "stream";
+    } else if (std::strcmp(args[i], "--test") == 0 && i + 1 < args.size()) {
+      const std::string test = args[++i];
+      run_http = test == "http";
+      run_bulk = test == "bulk";
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--addr A] [--slots N] [--slot-size B] [--busy-poll US]\n",
+                   "usage: %s [--quick] [--addr A] [--slots N] [--slot-size B] [--busy-poll US] "
+                   "[--only tcp|stream] [--test http|bulk]\n",
                    args[0]);
       return 2;
     }
@@ -264,11 +279,11 @@ int main(int argc, char* argv[]) {
     auto http_m = [](auto s) { return http_rate(std::move(s)); };
     auto bulk_m = [](auto s) { return stream_rate(std::move(s)); };
     for (int r = 0; r < rounds; ++r) {
-      const double th = measure_tcp(srv, http_m);
-      const double rh = measure_rdma(srv, client_peer, http_m);
+      const double th = run_tcp && run_http ? measure_tcp(srv, http_m) : 0;
+      const double rh = run_rdma && run_http ? measure_rdma(srv, client_peer, http_m) : 0;
       http_s.add(th, rh);
-      const double tb = measure_tcp(srv, bulk_m);
-      const double rb = measure_rdma(srv, client_peer, bulk_m);
+      const double tb = run_tcp && run_bulk ? measure_tcp(srv, bulk_m) : 0;
+      const double rb = run_rdma && run_bulk ? measure_rdma(srv, client_peer, bulk_m) : 0;
       bulk_s.add(tb, rb);
       std::printf("round %d: http tcp %.0f stream %.0f req/s; bulk tcp %.0f stream %.0f MB/s\n", r,
                   th, rh, tb, rb);
