@@ -5,6 +5,7 @@
 #include "arpma/stream.hpp"
 
 #include "arpma/conn_req.hpp"
+#include "arpma/cq.hpp"
 #include "arpma/mr.hpp"
 #include "core/stream_state.hpp"
 #include "support/stream_pair.hpp"
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -50,8 +52,22 @@ class stream_hostile_peer : public arpma::test::stream_pair {
   }
 
   /// Sends `len` bytes with `imm`, as the stream's wire format would not.
-  void send(std::size_t len, std::uint32_t imm) {
-    ASSERT_FALSE(raw.post_send_with_imm(arpma::buffer(mr, 0, len).value(), imm, 1, false));
+  void send(std::size_t len, std::uint32_t imm, bool signaled = false) {
+    ASSERT_FALSE(raw.post_send_with_imm(arpma::buffer(mr, 0, len).value(), imm, 1, signaled));
+  }
+
+  /// Until the last signaled send completed: RC has then placed it, and
+  /// every send before it, in the server's receive queue.
+  void wait_delivered() {
+    auto cq = raw.completion_queue();
+    std::array<arpma::completion, 4> done{};
+    std::size_t got = 0;
+    ASSERT_TRUE(run_until([&] {
+      auto n = cq.poll(done);
+      if (n) got += n.value();
+      return got > 0;
+    }));
+    EXPECT_FALSE(done[0].status) << done[0].status.message();
   }
 
   /// Reads until an error: what the server's reader ends with, and how many
@@ -89,7 +105,10 @@ TEST_F(stream_hostile_peer, reserved_immediate_bits_reset_the_stream) {
 
 TEST_F(stream_hostile_peer, data_beyond_the_credits_granted_resets_the_stream) {
   // 4 data credits were granted; the fifth message takes a control receive.
-  for (int i = 0; i < 5; ++i) send(100, 0);
+  // All five are in the server's queue before it reads (and so returns any
+  // credit): the fifth is beyond the window whatever the timing.
+  for (int i = 0; i < 5; ++i) send(100, 0, i == 4);
+  wait_delivered();
   auto [ec, n] = read_to_the_end();
   EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
   EXPECT_LE(n, 500U);
