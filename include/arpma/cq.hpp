@@ -4,6 +4,7 @@
 
 #include "arpma/completion.hpp"
 #include "arpma/detail/access.hpp"
+#include "arpma/detail/wc_op.hpp"
 #include "arpma/error.hpp"
 #include "arpma/result.hpp"
 
@@ -20,7 +21,9 @@ namespace detail {
 struct conn_state;
 struct srq_state;
 using wait_handler = boost::asio::any_completion_handler<void(error_code)>;
-void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler);
+/// `local`: the handler runs on the CQ's executor (asked while its type is known).
+void start_cq_wait(conn_state* state, srq_state* srq, bool receive, wait_handler handler,
+                   bool local);
 [[nodiscard]] boost::asio::any_io_executor cq_executor(const conn_state* state,
                                                        const srq_state* srq) noexcept;
 
@@ -32,7 +35,8 @@ struct initiate_cq_wait {
   [[nodiscard]] executor_type get_executor() const noexcept { return cq_executor(state, srq); }
   template <class Handler>
   void operator()(Handler&& handler) const {
-    start_cq_wait(state, srq, receive, wait_handler(std::forward<Handler>(handler)));
+    const bool local = runs_on(handler, cq_executor(state, srq));
+    start_cq_wait(state, srq, receive, wait_handler(std::forward<Handler>(handler)), local);
   }
 };
 }  // namespace detail
@@ -63,7 +67,10 @@ class cq {
   /// errc::invalid_argument (empty view, no such CQ), errc::shared_channel
   /// (the CQs share one channel: not supported here, as rpma_cq_wait; an
   /// SRQ's view of an srq made without an executor is invalid_argument),
-  /// operation_aborted (cancellation of any type: nothing was consumed).
+  /// operation_aborted (cancellation of any type: nothing was consumed),
+  /// asio::error::in_progress (a wait on this CQ is pending already). The
+  /// first wait on a CQ makes its waiter, kept with the CQ: later waits
+  /// allocate nothing and leave the channel's fd in the reactor.
   template <boost::asio::completion_token_for<void(error_code)> CompletionToken = default_token>
   auto async_wait(CompletionToken&& token = default_token()) {
     return boost::asio::async_initiate<CompletionToken, void(error_code)>(

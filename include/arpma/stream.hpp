@@ -95,11 +95,6 @@ std::size_t sync_read(stream_state* state, const stream_buffers<boost::asio::mut
                       error_code& ec);
 std::size_t sync_write(stream_state* state, const stream_buffers<boost::asio::const_buffer>& bufs,
                        error_code& ec);
-template <class Handler>
-[[nodiscard]] bool runs_on(const Handler& handler, const boost::asio::any_io_executor& ex) {
-  return static_cast<bool>(ex) &&
-         same_executor(boost::asio::get_associated_executor(handler, ex), ex);
-}
 void start_connect_stream(const boost::asio::any_io_executor& ex, const peer& p,
                           const std::string& addr, const std::string& port, const stream_cfg& cfg,
                           stream_handler handler);

@@ -22,6 +22,7 @@ void keep_first(std::error_code& first, const std::error_code& next) {
 
 std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept {
   std::error_code first;
+  if (c.waiter) retire(*std::exchange(c.waiter, nullptr));  // before its channel goes
   if (c.cq != nullptr) {
     const auto ec = prov.destroy_cq(c.cq);
     if (ec) ARPMA_LOG_FAILURE("destroy cq", ec);

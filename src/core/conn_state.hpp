@@ -24,9 +24,16 @@ struct conn_cfg;
 namespace arpma::detail {
 
 /// One CQ and, unless the channel is shared, the completion channel it owns.
+class cq_waiter;  // cq.cpp
+/// The CQ goes: its waiter ends what waits (aborted) and lets go of the fd.
+void retire(cq_waiter& waiter) noexcept;
+
 struct cq_state {
   provider::cq* cq = nullptr;
   provider::comp_channel* own_channel = nullptr;
+  /// cq::async_wait's, made by the first wait and kept with the CQ (so later
+  /// waits allocate nothing); mutable: the CQ is reached through const views.
+  mutable std::shared_ptr<cq_waiter> waiter;
 };
 
 /// rpma_cq_new: a channel of its own unless `shared` is given, the CQ (size

@@ -1,12 +1,14 @@
 // Zero heap allocations per data-path operation on the application's thread
 // once warm (issue 15): co_await async_write, a callback loop whose handler
-// has an associated allocator, and rpma_write + rpma_cq_get_wc, on the
+// has an associated allocator, co_await cq::async_wait with poll, and
+// rpma_write + rpma_cq_get_wc, on the
 // instant provider (every work request completes at once, so only arpma's
 // own code runs). Allocations are counted by a replaced global operator new.
 #include "support/counting_new.hpp"
 
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
+#include "arpma/cq.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
@@ -23,6 +25,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -117,6 +120,36 @@ TEST_F(data_path_alloc, co_await_async_write_fd_mode_allocates_nothing) { coawai
 
 using arpma::test::block_allocator;
 using arpma::test::one_block;
+
+// A program taking its completions itself: post, co_await cq::async_wait,
+// poll. The CQ's waiter is made by the first wait and kept.
+TEST_F(data_path_alloc, co_await_cq_async_wait_and_poll_allocate_nothing) {
+  auto cq = conn.completion_queue();
+  std::array<arpma::completion, 4> wcs{};
+  int done = 0;
+  const auto allocs = allocations_of([&](auto mark) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i <= warm + counted; ++i) {
+            mark(i);
+            if (conn.post_write(arpma::buffer(*remote, 0, message).value(),
+                                arpma::buffer(*mr, 0, message).value(), 7, true))
+              co_return;
+            co_await cq.async_wait(asio::use_awaitable);
+            std::size_t got = 0;
+            for (auto n = cq.poll(wcs); n && n.value() > 0; n = cq.poll(wcs)) got += n.value();
+            if (got != 1 || wcs[0].status) co_return;
+            ++done;
+          }
+        },
+        asio::detached);
+    io.run();
+    io.restart();
+  });
+  EXPECT_EQ(done, warm + counted + 1);
+  EXPECT_EQ(allocs, 0U);
+}
 
 TEST_F(data_path_alloc, callbacks_take_their_storage_from_the_handlers_allocator) {
   one_block block;

@@ -203,6 +203,40 @@ TEST_F(cq_integration, a_shared_channel_and_cancellation) {
   EXPECT_EQ(*outcome, std::errc::operation_canceled);
 }
 
+// The CQ's waiter is kept between waits: a second wait while one pends is
+// refused, and a wait cancelled leaves nothing behind that would take the
+// next one's event or keep run() from returning.
+TEST_F(cq_integration, one_wait_at_a_time_and_a_cancelled_one_leaves_the_next_intact) {
+  connect();
+  auto cq = client.completion_queue();
+  asio::cancellation_signal cancel;
+  std::optional<std::error_code> first;
+  std::optional<std::error_code> second;
+  cq.async_wait(
+      asio::bind_cancellation_slot(cancel.slot(), [&](std::error_code ec) { first = ec; }));
+  cq.async_wait([&](std::error_code ec) { second = ec; });
+  ASSERT_TRUE(run_until([&] { return second.has_value(); })) << "timed out";
+  EXPECT_EQ(*second, std::errc::operation_in_progress);
+  EXPECT_FALSE(first);
+  cancel.emit(asio::cancellation_type::terminal);
+  ASSERT_TRUE(run_until([&] { return first.has_value(); })) << "timed out";
+  EXPECT_EQ(*first, std::errc::operation_canceled);
+  io.restart();
+  io.run_for(10ms);
+  EXPECT_TRUE(io.stopped()) << "no wait left behind in the loop";
+
+  for (std::uint64_t round = 1; round <= 3; ++round) {
+    std::optional<std::error_code> woke;
+    cq.async_wait([&](std::error_code ec) { woke = ec; });
+    ASSERT_FALSE(client.post_write(arpma::buffer(remote, 0, 8).value(),
+                                   arpma::buffer(client_mr, 0, 8).value(), round));
+    ASSERT_TRUE(run_until([&] { return woke.has_value(); })) << "round " << round;
+    EXPECT_FALSE(*woke) << woke->message();
+    auto wc = next(cq);
+    EXPECT_EQ(wc.wr_id, round);
+  }
+}
+
 // Written before the fix: the wait held the CQ by reference and was nobody's
 // to end, so it stayed on a closed fd and run() never returned.
 TEST_F(cq_integration, a_wait_pending_when_its_connection_closes_ends_aborted) {

@@ -81,6 +81,15 @@ template <class Executor>
   }
 }
 
+/// Whether `handler` runs on `ex`, asked while its type is known: once it
+/// is erased in an any_completion_handler, Boost 1.81 answers with a heap
+/// block per query.
+template <class Handler>
+[[nodiscard]] bool runs_on(const Handler& handler, const boost::asio::any_io_executor& ex) {
+  return static_cast<bool>(ex) &&
+         same_executor(boost::asio::get_associated_executor(handler, ex), ex);
+}
+
 template <class Handler>
 using wc_handler_executor_t =
     boost::asio::associated_executor_t<Handler, boost::asio::any_io_executor>;
