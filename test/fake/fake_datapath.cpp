@@ -150,9 +150,11 @@ bool fake_provider::receive(prov::cm_id* h, std::span<const std::uint8_t> payloa
   if (payload.size() > wr.local.length) {
     wc.status = prov::wc_status::loc_len_err;
   } else {
-    if (!payload.empty())
-      std::memcpy(reinterpret_cast<void*>(wr.local.addr), payload.data(),
-                  payload.size());  // NOLINT
+    if (!payload.empty()) {
+      // The address the test's own process registered: the fake places the bytes, as a NIC.
+      // NOLINTNEXTLINE(performance-no-int-to-ptr)
+      std::memcpy(reinterpret_cast<void*>(wr.local.addr), payload.data(), payload.size());
+    }
     wc.byte_len = static_cast<std::uint32_t>(payload.size());
     wc.with_imm = imm.has_value();
     wc.imm_data = imm.value_or(0);
@@ -163,7 +165,8 @@ bool fake_provider::receive(prov::cm_id* h, std::span<const std::uint8_t> payloa
 
 std::vector<std::uint8_t> fake_provider::payload(const posted_wr& wr) {
   if (wr.receive || wr.send.local.length == 0) return {};
-  const auto* p = reinterpret_cast<const std::uint8_t*>(wr.send.local.addr);  // NOLINT
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): an address of the test's own memory
+  const auto* p = reinterpret_cast<const std::uint8_t*>(wr.send.local.addr);
   return {p, p + wr.send.local.length};
 }
 
