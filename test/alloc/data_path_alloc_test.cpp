@@ -81,8 +81,10 @@ class data_path_alloc : public ::testing::Test {
     return after - before.value_or(after);
   }
 
-  void coawait(bool busy) {
-    conn.set_busy_poll(std::chrono::microseconds(busy ? 1000 : 0));
+  // Checks that `counted` iterations of `step` (a coroutine returning
+  // awaitable<bool>; false ends the loop early) allocate nothing.
+  template <class Step>
+  void coawait_loop(Step step) {
     int done = 0;
     const auto allocs = allocations_of([&](auto mark) {
       asio::co_spawn(
@@ -90,9 +92,7 @@ class data_path_alloc : public ::testing::Test {
           [&]() -> asio::awaitable<void> {
             for (int i = 0; i <= warm + counted; ++i) {
               mark(i);
-              co_await conn.async_write(arpma::buffer(*remote, 0, message).value(),
-                                        arpma::buffer(*mr, 0, message).value(),
-                                        asio::use_awaitable);
+              if (!co_await step()) co_return;
               ++done;
             }
           },
@@ -102,6 +102,15 @@ class data_path_alloc : public ::testing::Test {
     });
     EXPECT_EQ(done, warm + counted + 1);
     EXPECT_EQ(allocs, 0U);
+  }
+
+  void coawait(bool busy) {
+    conn.set_busy_poll(std::chrono::microseconds(busy ? 1000 : 0));
+    coawait_loop([&]() -> asio::awaitable<bool> {
+      co_await conn.async_write(arpma::buffer(*remote, 0, message).value(),
+                                arpma::buffer(*mr, 0, message).value(), asio::use_awaitable);
+      co_return true;
+    });
   }
 
   arpma::test::instant_provider prov;
@@ -126,29 +135,15 @@ using arpma::test::one_block;
 TEST_F(data_path_alloc, co_await_cq_async_wait_and_poll_allocate_nothing) {
   auto cq = conn.completion_queue();
   std::array<arpma::completion, 4> wcs{};
-  int done = 0;
-  const auto allocs = allocations_of([&](auto mark) {
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          for (int i = 0; i <= warm + counted; ++i) {
-            mark(i);
-            if (conn.post_write(arpma::buffer(*remote, 0, message).value(),
-                                arpma::buffer(*mr, 0, message).value(), 7, true))
-              co_return;
-            co_await cq.async_wait(asio::use_awaitable);
-            std::size_t got = 0;
-            for (auto n = cq.poll(wcs); n && n.value() > 0; n = cq.poll(wcs)) got += n.value();
-            if (got != 1 || wcs[0].status) co_return;
-            ++done;
-          }
-        },
-        asio::detached);
-    io.run();
-    io.restart();
+  coawait_loop([&]() -> asio::awaitable<bool> {
+    if (conn.post_write(arpma::buffer(*remote, 0, message).value(),
+                        arpma::buffer(*mr, 0, message).value(), 7, true))
+      co_return false;
+    co_await cq.async_wait(asio::use_awaitable);
+    std::size_t got = 0;
+    for (auto n = cq.poll(wcs); n && n.value() > 0; n = cq.poll(wcs)) got += n.value();
+    co_return got == 1 && !wcs[0].status;
   });
-  EXPECT_EQ(done, warm + counted + 1);
-  EXPECT_EQ(allocs, 0U);
 }
 
 TEST_F(data_path_alloc, callbacks_take_their_storage_from_the_handlers_allocator) {

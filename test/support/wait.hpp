@@ -22,6 +22,15 @@ template <class Done>
   return done();
 }
 
+/// Runs what is ready now, and nothing that waits: a few rounds, so that
+/// handlers posted by the handlers run too.
+inline void settle(boost::asio::io_context& io) {
+  for (int i = 0; i < 5; ++i) {
+    io.restart();
+    (void)io.poll();
+  }
+}
+
 /// Polls `done()` every millisecond (for state another thread changes, e.g.
 /// a provider's progress thread) until it holds or `limit`; whether it holds.
 template <class Done>

@@ -86,13 +86,7 @@ class datapath_fake : public ::testing::Test {
   [[nodiscard]] bool run(Done done) {
     return arpma::test::run_until(*io, done, std::chrono::seconds(5));
   }
-  /// Runs what is ready now, and nothing that waits.
-  void settle() {
-    for (int i = 0; i < 5; ++i) {
-      io->restart();
-      (void)io->poll();
-    }
-  }
+  void settle() { arpma::test::settle(*io); }
   /// A write of `len` bytes whose handler records into `out`.
   void write(std::size_t len, outcome& out) {
     conn.async_write(arpma::buffer(remote, 0, len).value(), arpma::buffer(mr, 0, len).value(),

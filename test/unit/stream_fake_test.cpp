@@ -101,13 +101,7 @@ class stream_fake : public ::testing::Test {
   [[nodiscard]] bool run(Done done) {
     return arpma::test::run_until(*io, done, std::chrono::seconds(5));
   }
-  /// Runs what is ready now, and nothing that waits.
-  void settle() {
-    for (int i = 0; i < 5; ++i) {
-      io->restart();
-      (void)io->poll();
-    }
-  }
+  void settle() { arpma::test::settle(*io); }
 
   [[nodiscard]] std::vector<fake_provider::posted_wr> sends() const {
     std::vector<fake_provider::posted_wr> out;
