@@ -23,11 +23,11 @@ struct conn_cfg;
 
 namespace arpma::detail {
 
-/// One CQ and, unless the channel is shared, the completion channel it owns.
 class cq_waiter;  // cq.cpp
 /// The CQ goes: its waiter ends what waits (aborted) and lets go of the fd.
 void retire(cq_waiter& waiter) noexcept;
 
+/// One CQ and, unless the channel is shared, the completion channel it owns.
 struct cq_state {
   provider::cq* cq = nullptr;
   provider::comp_channel* own_channel = nullptr;

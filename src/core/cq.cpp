@@ -146,10 +146,6 @@ result<std::size_t> poll_into(provider::provider& p, provider::cq* cq, std::span
                         });
 }
 
-}  // namespace
-
-namespace {
-
 // The CQ's waiter, made by its first wait; null (and `ec` set) on failure.
 cq_waiter* waiter_of(const cq_state& q, const asio::any_io_executor& ex, provider::provider& prov,
                      watcher_list& owner, std::error_code& ec) {
