@@ -28,10 +28,10 @@ struct op_owner {
 }  // namespace
 
 void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& ec) {
+  if (!runs_operations(ex)) return op->fail_unstarted(to_completion_error(ec));
   op_owner owned(op);
-  const asio::any_io_executor loop = runs_operations(ex) ? ex : asio::system_executor();
-  asio::post(loop, [o = std::move(owned), loop, error = to_completion_error(ec)]() mutable {
-    std::exchange(o.op, nullptr)->complete(loop, error, completion{});
+  asio::post(ex, [o = std::move(owned), ex, error = to_completion_error(ec)]() mutable {
+    std::exchange(o.op, nullptr)->complete(ex, error, completion{});
   });
 }
 

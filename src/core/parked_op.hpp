@@ -11,7 +11,9 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/execution/relationship.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/system_executor.hpp>
 
@@ -67,13 +69,20 @@ void post_completion(const asio::any_io_executor& ex, handler_work work, Handler
   });
 }
 
-/// Completes `handler` without an operation (bad arguments): through its
-/// associated executor, never inside the initiating function.
-/// Only misuse gets here (an empty object: no loop known), so the system
-/// executor's thread may carry the completion to the handler's executor.
+/// Completes `handler` without an operation (bad arguments): posted from the
+/// calling thread straight to its associated executor (the system executor
+/// when it has none), never inside the initiating function. Never through a
+/// hop on the system executor's thread: that thread would still be inside the
+/// loop's wake-up when the handler, run and done, lets the loop be destroyed.
 template <class Handler, class... Results>
 void fail_at_once(Handler handler, const std::error_code& ec, Results... results) {
-  post_completion(asio::system_executor(), std::move(handler), ec, std::move(results)...);
+  // An erased handler's executor only prefers blocking.never (post would
+  // require it); every executor Asio ships honours the preference.
+  const auto ex =
+      asio::prefer(asio::get_associated_executor(handler), asio::execution::blocking_t::never,
+                   asio::execution::relationship_t::fork);
+  ex.execute([h = std::move(handler), error = to_completion_error(ec),
+              ... r = std::move(results)]() mutable { std::move(h)(error, std::move(r)...); });
 }
 
 /// Completes `handler` with an error found before its operation began: on

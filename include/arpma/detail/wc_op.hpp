@@ -15,9 +15,13 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/execution/relationship.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/recycling_allocator.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <atomic>
 #include <memory>
@@ -39,6 +43,11 @@ class wc_op {
   void complete(const boost::asio::any_io_executor& io, const error_code& ec, const completion& c) {
     func_(this, &io, ec, c);
   }
+  /// Frees the operation, then posts its handler with (`ec`, `c`) to the
+  /// handler's executor (the system executor when it names none): for an
+  /// operation that failed before it reached any loop, on the initiating
+  /// thread, so that no other thread touches the handler's io_context.
+  void fail_unstarted(const error_code& ec) { func_(this, &no_loop(), ec, completion()); }
   /// Frees the operation and its handler without a call (the loop is gone).
   void destroy() noexcept { func_(this, nullptr, error_code(), completion()); }
   /// A terminal or partial cancellation was asked for.
@@ -51,6 +60,11 @@ class wc_op {
                              const completion&);
   explicit wc_op(func_type func) noexcept : func_(func) {}
   ~wc_op() = default;
+
+  static const boost::asio::any_io_executor& no_loop() noexcept {
+    static const boost::asio::any_io_executor none;
+    return none;
+  }
 
   // Set by the handler's cancellation slot; read when the completion comes
   // (RDMA cannot take a posted work request back).
@@ -139,12 +153,24 @@ class wc_op_impl final : public wc_op {
     std::allocator_traits<rebound>::destroy(alloc, self);
     std::allocator_traits<rebound>::deallocate(alloc, self, 1);
     if (io == nullptr) return;
+    if (io == &no_loop()) return post_unstarted(std::move(handler), std::move(work), ec, c);
     if (!work) {
       std::move(handler)(ec, c);
       return;
     }
     boost::asio::dispatch(*work,
                           [h = std::move(handler), ec, c]() mutable { std::move(h)(ec, c); });
+  }
+
+  // Posted, never dispatched: this runs inside the initiating function.
+  static void post_unstarted(Handler handler, std::optional<work_type> work, const error_code& ec,
+                             const completion& c) {
+    auto call = [h = std::move(handler), ec, c]() mutable { std::move(h)(ec, c); };
+    namespace execution = boost::asio::execution;
+    if (!work) return boost::asio::post(boost::asio::system_executor(), std::move(call));
+    // An erased handler's executor only prefers blocking.never.
+    boost::asio::prefer(*work, execution::blocking_t::never, execution::relationship_t::fork)
+        .execute(std::move(call));
   }
 
   Handler handler_;
