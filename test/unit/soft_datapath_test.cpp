@@ -7,6 +7,7 @@
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 #include "support/soft_pair.hpp"
+#include "support/soft_raw_link.hpp"
 #include "support/wait.hpp"
 
 #include <arpa/inet.h>
@@ -543,56 +544,7 @@ TEST_F(soft_datapath_test, verbs_called_directly_on_the_soft_device_fail_cleanly
 
 /// A raw TCP peer that got through the handshake to a passive id with a QP
 /// and a guarded target region.
-class soft_datapath_hostile : public soft_datapath_test {
- protected:
-  void SetUp() override {
-    soft_datapath_test::SetUp();
-    make_objects(b);
-    listener_ = soft.create_id(b.ch, 1).value();
-    const sockaddr_in any = loopback(0);
-    ASSERT_FALSE(soft.bind_addr(listener_, sa(any)));
-    ASSERT_FALSE(soft.listen(listener_, 4));
-    tmr_ = reg(b, target_.data(), target_.size());
-    rkey_ = soft.mr_rkey(tmr_);
-  }
-  void TearDown() override {
-    if (fd_ >= 0) ::close(fd_);
-    EXPECT_FALSE(soft.destroy_id(listener_));
-    soft_datapath_test::TearDown();
-  }
-
-  /// REQ, REP, RTU by hand; the passive id becomes b.id.
-  void handshake() {
-    fd_ = raw_connect(soft.local_port(listener_));
-    ASSERT_GE(fd_, 0);
-    ASSERT_TRUE(write_all(fd_, wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
-    auto req = next_event(soft, b.ch);
-    ASSERT_TRUE(req && req->type == cm_event_type::connect_request);
-    b.id = req->id;
-    make_qp(b, {});
-    ASSERT_FALSE(soft.accept(b.id, {}));
-    ASSERT_EQ(read_exact(fd_, 12 + 8).size(), 20u);
-    ASSERT_TRUE(write_all(fd_, wire_frame(4, {})));
-    auto est = next_event(soft, b.ch);
-    ASSERT_TRUE(est && est->type == cm_event_type::established);
-  }
-
-  void expect_disconnected() {
-    auto e = next_event(soft, b.ch);
-    ASSERT_TRUE(e);
-    EXPECT_EQ(e->type, cm_event_type::disconnected) << prov::to_string(e->type);
-  }
-
-  std::uint64_t base() { return addr_of(target_.data()); }
-
-  guarded target_{256, 0x11};
-  prov::mr* tmr_ = nullptr;
-  std::uint32_t rkey_ = 0;
-  int fd_ = -1;
-
- private:
-  prov::cm_id* listener_ = nullptr;
-};
+class soft_datapath_hostile : public arpma::test::soft_raw_link {};
 
 TEST_F(soft_datapath_hostile, forged_keys_and_bad_ranges_get_a_nak_and_nothing_after_runs) {
   handshake();
