@@ -50,6 +50,7 @@ int paired_rounds = 7;  // --quick: 3
 constexpr int pings_per_round = 2000;
 std::size_t bytes_per_round = std::size_t{256} << 20;  // --quick: 64 MiB
 int sweep_rounds = 5;                                  // --quick: 1
+std::size_t sweep_from = 64;                           // `sweep FROM`: the large sizes alone
 double sweep_point_s = 0.3;                            // --quick: 0.1; per measurement
 
 template <class T>
@@ -518,7 +519,7 @@ struct sweep_point {
 
 std::vector<sweep_point> sweep() {
   std::vector<sweep_point> points;
-  for (std::size_t size = 64; size <= sweep_max; size *= 4) {
+  for (std::size_t size = sweep_from; size <= sweep_max; size *= 4) {
     std::vector<double> tl, sl, tb, sb;
     for (int r = 0; r < sweep_rounds; ++r) {
       tl.push_back(tcp_write_latency(size));
@@ -594,6 +595,12 @@ int main(int argc, char** argv) {
       std::printf("soft send/recv round trip %.1f us\n", soft_rtt(paired_rounds));
       return 0;
     }
+    // `soft_datapath_bench sweep [FROM]`: the size sweep alone, from FROM bytes.
+    if (argc > 1 && std::string(argv[1]) == "sweep") {
+      if (argc > 2) sweep_from = std::max<std::size_t>(64, std::stoul(argv[2]));
+      (void)sweep();
+      return 0;
+    }
     if (argc > 1 && std::string(argv[1]) == "bw") {
       std::printf("soft RDMA write %.0f MB/s\n", soft_write_bandwidth(paired_rounds));
       return 0;
@@ -612,7 +619,9 @@ int main(int argc, char** argv) {
       } else if (a == "--json" && i + 1 < argc) {
         json = argv[++i];
       } else {
-        std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw\n", argv[0]);
+        std::fprintf(stderr,
+                     "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | sweep [FROM]\n",
+                     argv[0]);
         return 2;
       }
     }

@@ -679,6 +679,11 @@ void write_placed(soft_qp& qp) {
   if (qp.state == qp_state::ready) acknowledge(qp);
 }
 
+void write_refused(soft_qp& qp) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state == qp_state::ready) (void)refuse(qp, wc_status::rem_access_err);
+}
+
 void rnr_exhausted(soft_qp& qp) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state == qp_state::ready) (void)refuse(qp, wc_status::rnr_retry_exc_err);

@@ -173,6 +173,9 @@ std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint
                                 std::size_t len);
 /// The payload is in place: acknowledge the WRITE.
 void write_placed(soft_qp& qp);
+/// The target of a WRITE being placed went away before its payload had all
+/// arrived (deregistered meanwhile): refused as an ordinary WRITE would be.
+void write_refused(soft_qp& qp);
 
 /// The receive a SEND waits for did not come in time: RNR retry exceeded.
 void rnr_exhausted(soft_qp& qp);

@@ -150,7 +150,15 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
-  bool rx_large_writes = false;                   ///< the last frame was a large WRITE
+  bool rx_large_writes = false;  ///< the last frame was a large WRITE
+  /// A large WRITE whose payload goes to its MR as it arrives: where the
+  /// rest goes, and how much is still to come (0: none under way).
+  struct write_in_place {
+    std::uint32_t rkey = 0;
+    std::uint64_t addr = 0;
+    std::size_t left = 0;
+    bool refused = false;  ///< the target went away meanwhile: the rest is read and dropped
+  } placing;
   std::uint64_t rx_frames = 0;                    ///< frames consumed so far
   bool frame_watch = false;                       ///< frame_timer watches a partial frame
   std::optional<asio::steady_timer> frame_timer;  ///< the progress thread's

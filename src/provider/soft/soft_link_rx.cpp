@@ -119,25 +119,6 @@ bool large_write(const frame_header& h) noexcept {
   return h.type == frame_type::write && h.length >= direct_min;
 }
 
-/// Reads `n` bytes the socket holds into `dst`; false (rx_error set) if it
-/// does not deliver them.
-bool receive_into(soft_id& id, std::uint8_t* dst, std::size_t n) {
-  const std::lock_guard lock(id.fd_mutex);
-  std::size_t got = 0;
-  while (got < n && id.tx_fd >= 0) {
-    const ssize_t r = ::recv(id.tx_fd, dst + got, n - got, MSG_DONTWAIT);
-    if (r > 0) {
-      got += static_cast<std::size_t>(r);
-    } else if (r < 0 && errno == EINTR) {
-      continue;
-    } else {
-      id.rx_error = r == 0 ? ECONNRESET : (errno == EAGAIN ? EIO : errno);
-      return false;
-    }
-  }
-  return got == n;
-}
-
 std::size_t socket_holds(soft_id& id) {
   const std::lock_guard lock(id.fd_mutex);
   int n = 0;
@@ -146,33 +127,93 @@ std::size_t socket_holds(soft_id& id) {
              : 0;
 }
 
-/// A large WRITE whose header and target are buffered (nothing after it)
-/// and whose payload is in the socket: placed without going through the
-/// buffer. False when it is not eligible (the ordinary path then buffers it,
-/// and refuses it if it must).
-bool place_directly(const id_ptr& id, std::uint32_t length) {
-  const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
-  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
-  const std::size_t data_len = length - remote_size;
-  if (socket_holds(*id) < data_len - buffered || !id->stalled.empty()) return false;
+/// The QP a large WRITE's payload may be placed for now, or nullptr.
+std::shared_ptr<soft_qp> placing_qp(const id_ptr& id) {
   std::shared_ptr<soft_qp> qp;
   {
     const std::lock_guard lock(id->mutex);
-    if (id->state != conn_state::established || !id->qp) return false;
+    if (id->state != conn_state::established || !id->qp) return nullptr;
     qp = id->qp;
   }
-  if (!soft_dp::executes_requests(*qp)) return false;
-  auto memory = soft_dp::lock_memory();
-  std::uint8_t* dst = soft_dp::write_destination(*qp, get_u32(fixed), get_u64(fixed + 4), data_len);
-  // A target the application unmapped: the buffered path refuses it (NAK).
-  if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + remote_size, buffered)) return false;
-  const bool whole = receive_into(*id, dst + buffered, data_len - buffered);
-  memory.unlock();
+  return soft_dp::executes_requests(*qp) ? qp : nullptr;
+}
+
+/// A large WRITE whose header and target are buffered (nothing after them):
+/// its payload goes to the MR as it arrives (place_more), one copy (the
+/// kernel's) as a NIC's, never through a buffer the size of the frame.
+/// False when it is not eligible (the ordinary path then buffers it, and
+/// refuses it if it must).
+bool start_placing(const id_ptr& id, std::uint32_t length) {
+  const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
+  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
+  const std::size_t data_len = length - remote_size;
+  if (!id->stalled.empty()) return false;
+  const auto qp = placing_qp(id);
+  if (!qp) return false;
+  const std::uint32_t rkey = get_u32(fixed);
+  const std::uint64_t addr = get_u64(fixed + 4);
+  {
+    auto memory = soft_dp::lock_memory();
+    std::uint8_t* dst = soft_dp::write_destination(*qp, rkey, addr, data_len);
+    // A target the application unmapped: the buffered path refuses it (NAK).
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + remote_size, buffered))
+      return false;
+  }
+  id->placing = {.rkey = rkey, .addr = addr + buffered, .left = data_len - buffered};
   id->rx_begin = id->rx_end = 0;
-  ++id->rx_frames;
-  id->rx_data_seen = true;                // data flows: the buffer's floor is rx_large from now on
-  if (whole) soft_dp::write_placed(*qp);  // else the link fails: nothing to acknowledge
+  id->rx_data_seen = true;  // data flows: the buffer's floor is rx_large from now on
   return true;
+}
+
+/// Reads what the socket holds of the placed WRITE's payload. The target is
+/// looked up again for each piece, under the memory lock (the application
+/// may deregister it meanwhile; then the rest is read and dropped, and the
+/// WRITE refused once it has all arrived).
+fill_result place_more(const id_ptr& id) {
+  auto& p = id->placing;
+  const auto qp = p.refused ? nullptr : placing_qp(id);
+  ssize_t n = 0;
+  int err = 0;
+  {
+    std::shared_lock<std::shared_mutex> memory;
+    std::uint8_t* dst = nullptr;
+    if (qp) {
+      memory = soft_dp::lock_memory();
+      dst = soft_dp::write_destination(*qp, p.rkey, p.addr, p.left);
+    }
+    p.refused = p.refused || dst == nullptr;
+    if (p.refused) dst = id->rx.data();
+    const std::size_t want = p.refused ? std::min(p.left, id->rx.size()) : p.left;
+    const std::lock_guard lock(id->fd_mutex);
+    if (id->tx_fd < 0) return fill_result::would_block;
+    n = ::recv(id->tx_fd, dst, want, MSG_DONTWAIT);
+    err = errno;
+  }
+  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR))
+    return fill_result::would_block;
+  if (n < 0 && err == EFAULT && !p.refused) {
+    p.refused = true;  // unmapped under us; the kernel consumed nothing it could not copy
+    return fill_result::data;
+  }
+  if (n <= 0) {
+    id->rx_error = n == 0 ? ECONNRESET : err;
+    return fill_result::failed;
+  }
+  p.addr += static_cast<std::size_t>(n);
+  p.left -= static_cast<std::size_t>(n);
+  if (p.left > 0) return fill_result::data;
+  ++id->rx_frames;
+  id->rx_large_writes = true;  // the next frame's header and target are read alone
+  const auto target = placing_qp(id);
+  if (target && p.refused) soft_dp::write_refused(*target);
+  if (target && !p.refused) soft_dp::write_placed(*target);
+  p = {};
+  return fill_result::data;
+}
+
+/// A frame is under way: partly buffered, or a WRITE's payload still coming.
+bool mid_frame(const soft_id& id) noexcept {
+  return id.rx_end > id.rx_begin || id.placing.left > 0;
 }
 
 void watch_frame(const id_ptr& id, std::uint64_t seen);
@@ -181,7 +222,7 @@ void watch_frame(const id_ptr& id, std::uint64_t seen);
 /// a deadline (limits::frame), on the progress thread. Called with rx_mutex
 /// held, so the watch is started once.
 rx_next drained(const id_ptr& id) {
-  if (id->rx_end > id->rx_begin && !id->frame_watch && id->io != nullptr) {
+  if (mid_frame(*id) && !id->frame_watch && id->io != nullptr) {
     id->frame_watch = true;
     try {
       asio::post(*id->io, [id, seen = id->rx_frames] { watch_frame(id, seen); });
@@ -204,7 +245,7 @@ void watch_frame(const id_ptr& id, std::uint64_t seen) {
     std::uint64_t now = 0;
     {
       const std::lock_guard lock(id->rx_mutex);
-      const bool partial = id->rx_end > id->rx_begin;
+      const bool partial = mid_frame(*id);
       // Held frames (an RNR wait) stop the reading, not the peer.
       expired = partial && id->rx_frames == seen && !id->reading_paused;
       id->frame_watch = partial && !expired;
@@ -229,6 +270,10 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
     if (failed_link(id, mode))
       return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
     if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
+    if (id->placing.left > 0) {
+      if (place_more(id) == fill_result::would_block) return drained(id);
+      continue;
+    }
     const std::size_t avail = id->rx_end - id->rx_begin;
     std::size_t need = header_size;
     if (avail >= header_size) {
@@ -247,7 +292,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
             return drained(id);
           continue;
         }
-        if (place_directly(id, h->length)) continue;
+        if (start_placing(id, h->length)) continue;
       }
       if (avail >= need) {
         const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
