@@ -138,12 +138,15 @@ class conn_req {
   ///
   /// Runs on the handler's associated executor, or on the loop the request
   /// was made on; the id moves to that loop's shared event channel if needed.
+  /// A request the blocking conn_req_new made has no loop (get_executor() is
+  /// empty): its handler must bring one (bind_executor, a coroutine's).
   ///
   /// Completion signature: `void(arpma::error_code, arpma::connection)`.
   /// Errors: std::errc::connection_refused (REJECTED), host_unreachable
   /// (UNREACHABLE), connection_aborted (CONNECT_ERROR), connection_reset
   /// (DISCONNECTED before ESTABLISHED) — all `== errc::provider`;
-  /// errc::invalid_argument for an empty request; operation_aborted when
+  /// errc::invalid_argument for an empty request or for no loop to run on
+  /// (the request then released as on any failure); operation_aborted when
   /// cancelled (terminal or partial: the attempt is torn down).
   template <
       boost::asio::completion_token_for<detail::connect_signature> CompletionToken = default_token>

@@ -195,10 +195,16 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
     conn_req result;
     if (req_) {
       if (req_->cm_events) req_->cm_events->detach(req_->token);
-      if (ec)
+      if (ec) {
         req_.reset();  // reverse-order teardown
-      else
+      } else {
+        // The flavour is chosen here: a request made on a loop (the shared
+        // channel) is the C++ flavour, its events queued for async_connect and
+        // get_executor() that loop; the blocking call's (a channel of its own,
+        // the C API's fd) keeps the blocking flavour until connected.
+        if (mode_ == channel_mode::shared) req_->attach();
         result = access::make<conn_req>(std::move(req_));
+      }
     }
     // Posted: never run inside the channel drain that delivered the event.
     complete(ec, std::move(result));

@@ -18,7 +18,45 @@ void keep_first(std::error_code& first, const std::error_code& next) {
   if (!first) first = next;
 }
 
+class blocking_flavour final : public flavour {
+ public:
+  [[nodiscard]] const asio::any_io_executor* async_executor(
+      const conn_state&) const noexcept override {
+    return nullptr;
+  }
+  [[nodiscard]] asio::any_io_executor loop(const conn_state&) const override { return {}; }
+  void route_events(conn_state&) const override {}
+  void stop_events(conn_state&) const noexcept override {}
+};
+
+class async_flavour final : public flavour {
+ public:
+  [[nodiscard]] const asio::any_io_executor* async_executor(
+      const conn_state& state) const noexcept override {
+    return &state.ex;
+  }
+  [[nodiscard]] asio::any_io_executor loop(const conn_state& state) const override {
+    return state.cm_events ? state.cm_events->executor() : asio::any_io_executor();
+  }
+  void route_events(conn_state& state) const override {
+    state.cm_events->attach(state.token, &state, state.ex);
+  }
+  void stop_events(conn_state& state) const noexcept override {
+    if (state.cm_events) state.cm_events->detach(state.token);
+  }
+};
+
 }  // namespace
+
+const flavour& flavour::blocking() noexcept {
+  static const blocking_flavour instance;
+  return instance;
+}
+
+const flavour& flavour::async() noexcept {
+  static const async_flavour instance;
+  return instance;
+}
 
 std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept {
   std::error_code first;
@@ -174,8 +212,10 @@ std::error_code conn_state::destroy() noexcept {
     conn_comp_channel = nullptr;
   }
   if (id != nullptr) {
+    // Whoever listens to the token (the C++ object, or the operation that
+    // resolves a request) hears no more of an id that is going.
     if (cm_events) cm_events->detach(token);
-    attached = false;
+    flavour_ = &flavour::blocking();  // nothing of it is left to route or run
     // An incoming request nobody accepted is refused, so the client hears
     // REJECTED now rather than timing out; the id is destroyed either way
     // (librpma only rejects, leaking the id).
@@ -197,8 +237,8 @@ std::error_code conn_state::destroy() noexcept {
 void conn_state::attach() {
   // Again when attached: the executor its events go to may have changed
   // (a request connected on another strand than it was made on).
-  cm_events->attach(token, this, ex);
-  attached = true;
+  flavour_ = &flavour::async();
+  flavour_->route_events(*this);
 }
 
 std::error_code conn_state::move_to(std::shared_ptr<cm_channel> to) {
@@ -207,11 +247,9 @@ std::error_code conn_state::move_to(std::shared_ptr<cm_channel> to) {
     ARPMA_LOG_FAILURE("migrate id", ec);
     return ec;
   }
-  const bool was_attached = attached;
-  if (attached) cm_events->detach(token);
-  attached = false;
+  flavour_->stop_events(*this);
   cm_events = std::move(to);
-  if (was_attached) attach();
+  flavour_->route_events(*this);
   return {};
 }
 

@@ -45,6 +45,35 @@ std::error_code destroy_cq(provider::provider& prov, cq_state& c) noexcept;
 
 struct srq_state;
 struct comp_channel_state;
+struct conn_state;
+
+/// The one difference between the C and the C++ flavour of a connection: where
+/// its cm events go and where its operations complete. Chosen when its C++
+/// object is made (async_connect, an endpoint's incoming request: `async`) and
+/// kept; a request made either way may be connected either way, so until then
+/// and after the state is destroyed it is `blocking` (the C calls read the
+/// channels themselves).
+class flavour {
+ public:
+  /// The C++ object's executor, or null: no handler is ever run for this state.
+  [[nodiscard]] virtual const asio::any_io_executor* async_executor(
+      const conn_state& state) const noexcept = 0;
+  /// The io_context of the C++ object, or an empty executor.
+  [[nodiscard]] virtual asio::any_io_executor loop(const conn_state& state) const = 0;
+  /// Starts delivering the id's events (again after the id moved, or to a new executor).
+  virtual void route_events(conn_state& state) const = 0;
+  /// Stops delivering them (the id moves or goes).
+  virtual void stop_events(conn_state& state) const noexcept = 0;
+
+  /// Events read by the C calls, no executor.
+  static const flavour& blocking() noexcept;
+  /// Events queued in the state's inbox on its executor, where handlers run.
+  static const flavour& async() noexcept;
+
+ protected:
+  flavour() = default;
+  ~flavour() = default;
+};
 
 /// Where an id is in its life; decides what teardown must say to the peer.
 enum class conn_phase : std::uint8_t {
@@ -61,7 +90,8 @@ enum class conn_phase : std::uint8_t {
 ///
 /// In the C++ flavour the state is attached to its channel as the sink of its
 /// token, so events queue in `inbox` until an operation takes them; in the C
-/// flavour nothing is attached and the C calls read the channel directly.
+/// flavour nothing is attached and the C calls read the channel directly
+/// (`flavour`).
 struct conn_state final : cm_event_sink {
   conn_state(std::shared_ptr<peer_state> p, std::shared_ptr<cm_channel> ch,
              std::uint64_t tok) noexcept
@@ -82,10 +112,10 @@ struct conn_state final : cm_event_sink {
   /// Releases everything; returns the first error, always finishes.
   std::error_code destroy() noexcept;
 
-  /// Routes this id's events to `inbox` (C++ flavour).
+  /// Becomes the C++ flavour: this id's events go to `inbox`, handled on `ex`
+  /// (again when it is already: `ex` may have changed).
   void attach();
-  /// Moves the id to `to` (rdma_migrate_id), keeping its token; attaches
-  /// there if it was attached here.
+  /// Moves the id to `to` (rdma_migrate_id), keeping its token and flavour.
   std::error_code move_to(std::shared_ptr<cm_channel> to);
 
   /// connect (active) or accept (passive) with `pdata`; no event is awaited.
@@ -103,9 +133,8 @@ struct conn_state final : cm_event_sink {
   [[nodiscard]] watcher_list& waiters() noexcept { return watchers_; }
 
   /// The io_context of the C++ object, or an empty executor (C flavour).
-  [[nodiscard]] asio::any_io_executor loop() const {
-    return attached && cm_events ? cm_events->executor() : asio::any_io_executor();
-  }
+  [[nodiscard]] asio::any_io_executor loop() const { return flavour_->loop(*this); }
+  [[nodiscard]] const flavour& how() const noexcept { return *flavour_; }
 
   std::shared_ptr<peer_state> peer;
   /// The rdma_cm event channel the id's events arrive on.
@@ -115,7 +144,6 @@ struct conn_state final : cm_event_sink {
   std::uint64_t token;
   provider::cm_id* id = nullptr;
   bool passive = false;
-  bool attached = false;  ///< C++ flavour: read through async_executor_of
   conn_phase phase = conn_phase::request;
   bool has_qp = false;
   /// The one completion channel of both CQs (conn_cfg::shared_completion_channel,
@@ -142,6 +170,7 @@ struct conn_state final : cm_event_sink {
   std::deque<provider::cm_event> inbox;
 
  private:
+  const flavour* flavour_ = &flavour::blocking();
   watcher_list watchers_;
 };
 
@@ -155,17 +184,14 @@ struct conn_state final : cm_event_sink {
 /// rdma_disconnect, once; nothing when the connection is already closed.
 std::error_code request_disconnect(conn_state& state) noexcept;
 
-/// The connection's CQ (or, with `receive`, its RCQ) if it has one.
 /// The executor of the C++ object a state serves; null for no state and for
-/// the C flavour, whose calls read its channels directly. The flavour is set
-/// when the request is connected (async_connect attaches the state, the C
-/// calls do not), since a request made either way may be connected either
-/// way; this is the one test of it outside conn_state.
+/// the C flavour, whose calls read its channels directly.
 [[nodiscard]] inline const asio::any_io_executor* async_executor_of(
     const conn_state* state) noexcept {
-  return state != nullptr && state->attached ? &state->ex : nullptr;
+  return state != nullptr ? state->how().async_executor(*state) : nullptr;
 }
 
+/// The connection's CQ (or, with `receive`, its RCQ) if it has one.
 [[nodiscard]] inline const cq_state* queue_of(const conn_state* state, bool receive) noexcept {
   if (state == nullptr) return nullptr;
   const auto& q = receive ? state->rcq : state->cq;

@@ -101,8 +101,11 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
 void start_connect(asio::any_io_executor ex, conn_req req, std::vector<std::uint8_t> private_data,
                    connection_handler handler) {
   auto state = access::release(req);
+  // A handler without a loop runs on the request's; one the blocking call made
+  // has none (its private loop runs only inside blocking calls: the connect
+  // would wait there for ever).
   if (state && !runs_operations(ex))
-    ex = runs_operations(state->ex) ? state->ex : state->cm_events->executor();
+    if (const auto* own = async_executor_of(state.get())) ex = *own;
   if (!state || !runs_operations(ex)) {
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), connection());
   }

@@ -74,8 +74,7 @@ std::error_code endpoint_state::destroy() noexcept {
   watchers_.gone_all();
   for (auto& request : pending) keep_first(first, request->destroy());
   pending.clear();
-  if (attached) channel->detach(token);
-  attached = false;
+  if (channel) channel->detach(token);  // a C endpoint's was never attached: nothing to erase
   if (id != nullptr) {
     const auto ec = prov().destroy_id(id);
     if (ec) ARPMA_LOG_FAILURE("destroy id", ec);
@@ -230,7 +229,6 @@ result<endpoint> endpoint::listen(const asio::any_io_executor& ex, const peer& p
   state->ex = ex;
   if (auto ec = state->listen(std::string(addr), std::string(port))) return ec;
   state->channel->attach(state->token, state.get(), state->ex);
-  state->attached = true;
   return endpoint(std::move(state));
 }
 

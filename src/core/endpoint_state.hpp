@@ -51,7 +51,6 @@ struct endpoint_state final : cm_event_sink {
   std::shared_ptr<cm_channel> channel;
   std::uint64_t token;
   provider::cm_id* id = nullptr;
-  bool attached = false;
   std::deque<std::unique_ptr<conn_state>> pending;
 
  private:

@@ -206,6 +206,21 @@ TEST_F(conn_req_new_test, deferred_and_future_tokens_work) {
   EXPECT_NE(fut.get().qp_num(), 0u);
 }
 
+// Each request is of the flavour it was made in: the async call's runs on the
+// loop it was made on; the blocking call's has none until async_connect's
+// handler brings one.
+TEST_F(conn_req_new_test, a_request_reports_the_loop_it_was_made_on) {
+  outcome out;
+  start(out);
+  io.run();
+  ASSERT_EQ(out.calls, 1);
+  ASSERT_FALSE(out.ec) << out.ec.message();
+  EXPECT_EQ(out.req.get_executor(), asio::any_io_executor(io.get_executor()));
+  auto blocking = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
+  ASSERT_TRUE(blocking) << blocking.error().message();
+  EXPECT_FALSE(blocking.value().get_executor());
+}
+
 TEST_F(conn_req_new_test, blocking_flavour_returns_a_result) {
   auto req = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
   ASSERT_TRUE(req) << req.error().message();

@@ -299,6 +299,56 @@ TEST_F(connection_test, destroying_the_io_context_while_connecting_calls_nothing
   EXPECT_EQ(fake.live_objects(), 1u);
 }
 
+// A request the blocking call made (the C flavour until connected) takes the
+// C++ flavour when async_connect connects it: its events then queue for the
+// connection's operations, whose handlers run on the connecting loop.
+TEST_F(connection_test, a_request_made_by_the_blocking_call_connects_in_the_cxx_flavour) {
+  auto made = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
+  ASSERT_TRUE(made) << made.error().message();
+  auto req = std::move(made).value();
+  EXPECT_FALSE(req.get_executor());
+  connect_outcome connected_out;
+  req.async_connect({}, asio::bind_executor(*io, [&](arpma::error_code ec, arpma::connection c) {
+                      connected_out.ec = ec;
+                      connected_out.conn = std::move(c);
+                      ++connected_out.calls;
+                    }));
+  ASSERT_TRUE(run_until([&] { return connected_out.calls == 1; })) << "timed out";
+  ASSERT_FALSE(connected_out.ec) << connected_out.ec.message();
+  fake.deliver(id(), event::disconnected);
+  event_outcome out;
+  std::thread::id ran_on;
+  connected_out.conn.async_next_event([&](arpma::error_code ec, arpma::conn_event ev) {
+    out.ec = ec;
+    out.ev = ev;
+    ran_on = std::this_thread::get_id();
+    ++out.calls;
+  });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
+  EXPECT_FALSE(out.ec) << out.ec.message();
+  EXPECT_EQ(out.ev, arpma::conn_event::closed);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
+// Its blocking call's private loop runs only inside blocking calls: a handler
+// that brings no loop of its own has nowhere to run the connect, which fails
+// at once instead of waiting there for ever, the request released.
+TEST_F(connection_test, a_blocking_request_connected_with_no_loop_is_an_invalid_argument) {
+  auto made = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
+  ASSERT_TRUE(made) << made.error().message();
+  (void)fake.take_calls();
+  connect_outcome out;
+  connect(made.value(), out);
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
+  EXPECT_EQ(out.ec, arpma::errc::invalid_argument);
+  EXPECT_FALSE(out.conn);
+  EXPECT_FALSE(made.value());
+  const auto calls = fake.take_calls();
+  EXPECT_THAT(calls, ::testing::Not(::testing::Contains("connect")));
+  EXPECT_THAT(calls, ::testing::IsSupersetOf({"destroy_qp", "destroy_id"}));
+  EXPECT_EQ(fake.live_objects(), 1u) << "only the peer's protection domain is left";
+}
+
 // ---- events ----------------------------------------------------------------------
 
 TEST_F(connection_test, next_event_maps_every_event_type) {
