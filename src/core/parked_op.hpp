@@ -1,6 +1,7 @@
 // The base of operations that wait for rdma_cm events rather than for Asio.
 #pragma once
 
+#include "arpma/detail/execute_later.hpp"
 #include "arpma/error.hpp"
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
@@ -11,9 +12,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/execution/relationship.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/system_executor.hpp>
 
@@ -76,13 +75,10 @@ void post_completion(const asio::any_io_executor& ex, handler_work work, Handler
 /// loop's wake-up when the handler, run and done, lets the loop be destroyed.
 template <class Handler, class... Results>
 void fail_at_once(Handler handler, const std::error_code& ec, Results... results) {
-  // An erased handler's executor only prefers blocking.never (post would
-  // require it); every executor Asio ships honours the preference.
-  const auto ex =
-      asio::prefer(asio::get_associated_executor(handler), asio::execution::blocking_t::never,
-                   asio::execution::relationship_t::fork);
-  ex.execute([h = std::move(handler), error = to_completion_error(ec),
-              ... r = std::move(results)]() mutable { std::move(h)(error, std::move(r)...); });
+  const auto ex = asio::get_associated_executor(handler);
+  execute_later(ex,
+                [h = std::move(handler), error = to_completion_error(ec),
+                 ... r = std::move(results)]() mutable { std::move(h)(error, std::move(r)...); });
 }
 
 /// Completes `handler` with an error found before its operation began: on

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "arpma/completion.hpp"
+#include "arpma/detail/execute_later.hpp"
 #include "arpma/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -15,10 +16,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/execution/blocking.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/execution/relationship.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -166,11 +164,8 @@ class wc_op_impl final : public wc_op {
   static void post_unstarted(Handler handler, std::optional<work_type> work, const error_code& ec,
                              const completion& c) {
     auto call = [h = std::move(handler), ec, c]() mutable { std::move(h)(ec, c); };
-    namespace execution = boost::asio::execution;
-    if (!work) return boost::asio::post(boost::asio::system_executor(), std::move(call));
-    // An erased handler's executor only prefers blocking.never.
-    boost::asio::prefer(*work, execution::blocking_t::never, execution::relationship_t::fork)
-        .execute(std::move(call));
+    if (!work) return execute_later(boost::asio::system_executor(), std::move(call));
+    execute_later(*work, std::move(call));
   }
 
   Handler handler_;

@@ -204,7 +204,9 @@ fill_result place_more(const id_ptr& id) {
   if (p.left > 0) return fill_result::data;
   ++id->rx_frames;
   id->rx_large_writes = true;  // the next frame's header and target are read alone
-  const auto target = placing_qp(id);
+  // This piece's QP, unless the WRITE was refused before it (then looked up
+  // once more, to answer with the NAK).
+  const auto target = qp ? qp : placing_qp(id);
   if (target && p.refused) soft_dp::write_refused(*target);
   if (target && !p.refused) soft_dp::write_placed(*target);
   p = {};
