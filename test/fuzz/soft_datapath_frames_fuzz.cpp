@@ -429,9 +429,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   qp.num = 7;
   std::vector<sent_frame> sent;
   dp::link_ops link;
-  link.send = [&sent](wire::frame head, std::span<const std::uint8_t> tail, bool /*batch*/) {
-    sent.push_back(decode(head, tail));
-  };
+  link.send = [&sent](wire::frame head, std::span<const std::uint8_t> tail,
+                      dp::payload_source /*source*/,
+                      bool /*batch*/) { sent.push_back(decode(head, tail)); };
   link.progress = std::make_shared<const std::function<void(dp::drive)>>([](dp::drive) {});
   dp::make_ready(qp, std::move(link));
 

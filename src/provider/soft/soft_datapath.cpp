@@ -257,7 +257,8 @@ bool start(mr_table& t, soft_qp& qp, const send_wr& wr, outstanding& o) {
   // Behind a request still awaiting its response this one may wait for the
   // next (the link sends the batch at the latest when that response arrives).
   const bool batch = qp.sq.size() > 1 && qp.sq.front().sent;
-  qp.link.send(std::move(r.head), r.data, batch);
+  const payload_source source{.pd = qp.pd, .key = wr.local.lkey, .addr = wr.local.addr};
+  qp.link.send(std::move(r.head), r.data, r.data.empty() ? payload_source{} : source, batch);
   return true;
 }
 
@@ -283,12 +284,12 @@ void release_held(soft_qp& qp) {
 /// A request the responder cannot execute: NAK to the requester, and this QP
 /// goes to error so nothing the requester posted later takes effect here.
 verdict refuse(soft_qp& qp, wc_status status) {
-  qp.link.send(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {}, false);
+  qp.link.send(small_frame(frame_type::nak, static_cast<std::uint32_t>(status)), {}, {}, false);
   flush_all(qp);
   return verdict::done;
 }
 
-void acknowledge(soft_qp& qp) { qp.link.send(small_frame(frame_type::ack, 1), {}, false); }
+void acknowledge(soft_qp& qp) { qp.link.send(small_frame(frame_type::ack, 1), {}, {}, false); }
 
 bool has_recv(soft_qp& qp) {
   if (qp.srq == nullptr) return !qp.rq.empty();
@@ -379,7 +380,7 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
       (qp.link.read_budget_spent && qp.link.read_budget_spent())) {
     qp.link.send(
         small_frame(frame_type::nak, static_cast<std::uint32_t>(wc_status::rem_inv_req_err)), {},
-        false);
+        {}, false);
     flush_all(qp);
     return verdict::protocol_error;
   }
@@ -390,7 +391,9 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
     src = within(find(t.by_rkey, rkey), qp.pd, addr, len, access::remote_read);
     if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
   }
-  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len}, false);
+  const payload_source source{.pd = qp.pd, .key = rkey, .remote = true, .addr = addr};
+  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len},
+               len > 0 ? source : payload_source{}, false);
   return verdict::done;
 }
 
@@ -667,6 +670,13 @@ bool executes_requests(soft_qp& qp) {
 }
 
 std::shared_lock<std::shared_mutex> lock_memory() { return std::shared_lock(table().mutex); }
+
+const std::uint8_t* payload_at(const payload_source& source, std::size_t len) {
+  mr_table& t = table();
+  return source.remote
+             ? within(find(t.by_rkey, source.key), source.pd, source.addr, len, access::remote_read)
+             : within(find(t.by_lkey, source.key), source.pd, source.addr, len, 0);
+}
 
 std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
                                 std::size_t len) {

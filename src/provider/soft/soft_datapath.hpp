@@ -82,6 +82,17 @@ enum class drive : std::uint8_t {
   release,  ///< the CQ is armed: the progress thread reads the link again
 };
 
+/// Where a frame's tail lies in registered memory. What the socket does not
+/// take at once is then written from there later, looked up again under the
+/// MR table's lock for every write (payload_at), instead of being copied
+/// into the queue at post: a deregistered region is never read.
+struct payload_source {
+  const soft_pd* pd = nullptr;  ///< null: the tail is copied when it must wait
+  std::uint32_t key = 0;        ///< the lkey of a request's buffer, the rkey of a READ's target
+  bool remote = false;          ///< `key` is an rkey (read with remote_read access)
+  std::uint64_t addr = 0;       ///< of the tail's first byte
+};
+
 /// What the link of a connected QP offers it, and what the two ends agreed.
 struct link_ops {
   /// Writes a frame, then `tail` (the rest of its payload, read where it
@@ -89,7 +100,10 @@ struct link_ops {
   /// the link, in order with every frame written before. With `batch` (a
   /// request posted while an earlier one awaits its response) the link may
   /// hold it back to go out with the next ones (soft_link::send_frame).
-  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail, bool batch)> send;
+  /// `source` says where `tail` lies, so a large tail need not be copied.
+  std::function<void(soft_wire::frame, std::span<const std::uint8_t> tail, payload_source source,
+                     bool batch)>
+      send;
   /// Moves the link's received frames on the calling thread (a CQ poll), or
   /// gives the link back to the progress thread (the CQ was armed). Shared,
   /// so a poll takes it from under the QP's lock without copying the
@@ -165,6 +179,9 @@ verdict on_frame(soft_qp& qp, soft_wire::frame_type type, std::span<const std::u
 bool executes_requests(soft_qp& qp);
 /// Registered memory stays registered while this lock is held.
 std::shared_lock<std::shared_mutex> lock_memory();
+/// `len` bytes of `source`, if that region is still registered for it; call
+/// with lock_memory() held and keep it while the bytes are read.
+const std::uint8_t* payload_at(const payload_source& source, std::size_t len);
 /// The bytes a WRITE to [addr, addr + len) under `rkey` may fill on this QP
 /// (every check of an ordinary WRITE), or nullptr: the frame then goes the
 /// ordinary way and is refused there. Call with lock_memory() held, and keep

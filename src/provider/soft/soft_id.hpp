@@ -67,6 +67,11 @@ struct tx_frame {
   frame bytes;
   bool ends_read = false;      ///< the last piece of a READ response
   std::size_t read_bytes = 0;  ///< bytes of a READ response, in the provider's total
+  /// Or, with `borrowed` > 0 (and `bytes` empty), that many bytes of
+  /// registered memory, read when written: a large tail the socket did not
+  /// take at post, never copied.
+  std::size_t borrowed = 0;
+  soft_dp::payload_source source;
 };
 
 /// A cm id. The application holds it through `self` until destroy_id; the

@@ -36,7 +36,8 @@ void link_failed(const id_ptr& id, int err);
 /// follows at once) or goes out at the next flush_acks. With `batch` (a
 /// request behind one awaiting its response) a small frame may wait for the
 /// next flush point, at most an ack tick (soft_link_tx.cpp, "Batching").
-void send_frame(const id_ptr& id, frame f, byte_span tail = {}, bool batch = false);
+void send_frame(const id_ptr& id, frame f, byte_span tail = {},
+                const soft_dp::payload_source& source = {}, bool batch = false);
 
 /// Sends the requests batched on the link now.
 void flush_batch(const id_ptr& id);

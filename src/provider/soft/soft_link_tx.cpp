@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <limits>
 #include <new>
 
 namespace arpma::provider::soft_link {
@@ -35,6 +36,15 @@ constexpr std::size_t cork_frame_max = 4096;
 constexpr std::size_t cork_bytes_max = 64 << 10;
 
 void write_next(const id_ptr& id);
+void write_borrowed(const id_ptr& id);
+
+/// async_write's completion condition: each write offers the socket all that
+/// is queued (up to 64 buffers), where asio::transfer_all offers 64 KiB at a
+/// time -- 16 sendmsg calls and 16 trips through the scheduler for one 1 MiB
+/// frame that the socket would have taken in one or two.
+std::size_t whole_writes(const boost::system::error_code& ec, std::size_t /*done*/) noexcept {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+}
 
 }  // namespace
 
@@ -132,6 +142,20 @@ bool is_ack(const frame& f) noexcept {
   return f.size() == header_size + 4 && f[5] == static_cast<std::uint8_t>(frame_type::ack);
 }
 
+/// Queues `queued` behind the frames being written, counting a READ
+/// response's bytes in the provider's total. Called with tx_mutex held.
+void push_queued(soft_id& id, tx_frame queued) {
+  if (queued.ends_read) ++id.reads_queued;
+  if (queued.read_bytes > 0 && id.totals != nullptr) {
+    const std::size_t now =
+        id.totals->queued_read_bytes.fetch_add(queued.read_bytes) + queued.read_bytes;
+    std::size_t peak = id.totals->queued_read_peak.load();
+    while (now > peak && !id.totals->queued_read_peak.compare_exchange_weak(peak, now)) {
+    }
+  }
+  id.out.push_back(std::move(queued));
+}
+
 /// Queues `f` behind the frames being written; consecutive acknowledgements
 /// not yet handed to the socket become one. Called with tx_mutex held.
 void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false) {
@@ -143,15 +167,11 @@ void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false
     put_u32(count, get_u32(count) + get_u32(f.data() + header_size));
     return;
   }
-  if (ends_read) ++id.reads_queued;
-  const std::size_t read_bytes = response ? f.size() : 0;
-  if (read_bytes > 0 && id.totals != nullptr) {
-    const std::size_t now = id.totals->queued_read_bytes.fetch_add(read_bytes) + read_bytes;
-    std::size_t peak = id.totals->queued_read_peak.load();
-    while (now > peak && !id.totals->queued_read_peak.compare_exchange_weak(peak, now)) {
-    }
-  }
-  id.out.push_back({std::move(f), ends_read, read_bytes});
+  tx_frame queued;
+  queued.read_bytes = response ? f.size() : 0;
+  queued.bytes = std::move(f);
+  queued.ends_read = ends_read;
+  push_queued(id, std::move(queued));
 }
 
 /// The writer is done with out.front(). Called with tx_mutex held.
@@ -236,16 +256,39 @@ bool uncork(soft_id& id) {
   return rest;
 }
 
+/// A frame's tail: its bytes, and where they lie in registered memory.
+struct tail_ref {
+  byte_span bytes;
+  soft_dp::payload_source source;
+};
+
+/// A tail at least this large that must wait is borrowed (written later from
+/// its registered memory), not copied into the queue; smaller ones are copied.
+constexpr std::size_t borrow_min = 16 << 10;
+
+/// Queues the last `rest` bytes of `tail` as a borrowed piece. Called with
+/// tx_mutex held.
+void enqueue_borrowed(soft_id& id, const tail_ref& tail, std::size_t rest, bool response) {
+  tx_frame piece;
+  piece.ends_read = response;
+  piece.read_bytes = response ? rest : 0;
+  piece.borrowed = rest;
+  piece.source = tail.source;
+  piece.source.addr += tail.bytes.size() - rest;
+  push_queued(id, std::move(piece));
+}
+
 /// Puts `acks`, `f` and `tail` (any may be empty) on the wire after every
 /// frame before them: written at once when nothing is queued, else queued
-/// for the progress thread (what is queued of `tail` is copied: it is only
-/// borrowed). Called with `lock` (tx_mutex) held; may release it.
+/// for the progress thread (what is queued of `tail` is copied, or borrowed
+/// when it is large and its source is known). Called with `lock` (tx_mutex)
+/// held; may release it.
 void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, frame f,
-              byte_span tail = {}, bool batch = false) {
+              tail_ref tail = {}, bool batch = false) {
   const bool response = is_read_response(f);
   if ((batch || id->corked.load()) &&
-      corkable(*id, acks.size() + f.size() + tail.size(), response)) {
-    if (!cork(*id, acks, f, tail)) return tail_unreadable(id);
+      corkable(*id, acks.size() + f.size() + tail.bytes.size(), response)) {
+    if (!cork(*id, acks, f, tail.bytes)) return tail_unreadable(id);
     frame_cache::give_back(std::move(f));
     frame_cache::give_back(std::move(acks));
     if (batch || !uncork(*id)) return;
@@ -257,15 +300,19 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
   // A frame that may not wait takes the batch out before it.
   const bool take_over = uncork(*id);
   std::size_t sent = 0;
+  const std::size_t total = acks.size() + f.size() + tail.bytes.size();
   if (!id->writing && id->out.empty()) {
-    sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail});
-    if (sent == acks.size() + f.size() + tail.size()) {
+    sent = send_now(id->tx_fd, {byte_span(acks), byte_span(f), tail.bytes});
+    if (sent == total) {
       frame_cache::give_back(std::move(f));
       frame_cache::give_back(std::move(acks));
       return;
     }
   }
   const bool start = !id->writing && id->out.empty();
+  const std::size_t tail_sent = sent > acks.size() + f.size() ? sent - acks.size() - f.size() : 0;
+  const std::size_t tail_rest = tail.bytes.size() - tail_sent;
+  const bool borrow = tail.source.pd != nullptr && tail_rest >= borrow_min;
   // Whatever is left, in order; the first piece may be partly written.
   std::array<frame*, 2> pieces{&acks, &f};
   for (frame* piece : pieces) {
@@ -273,16 +320,21 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
       sent -= piece->size();
       continue;
     }
-    if (piece == &f && !tail.empty() && !append_region(*piece, tail)) return tail_unreadable(id);
-    tail = {};
+    const bool whole_tail = piece == &f && !borrow && !tail.bytes.empty();
+    if (whole_tail && !append_region(*piece, tail.bytes)) return tail_unreadable(id);
+    if (whole_tail) tail.bytes = {};
     if (start && id->out.empty()) id->out_offset = sent;
     sent = 0;
-    enqueue(*id, std::move(*piece), piece == &f && response, piece == &f && response);
+    const bool ends = piece == &f && response && tail.bytes.empty();
+    enqueue(*id, std::move(*piece), piece == &f && response, ends);
   }
-  if (!tail.empty()) {
+  if (borrow) {
+    if (start && id->out.empty()) id->out_offset = 0;
+    enqueue_borrowed(*id, tail, tail_rest, response);
+  } else if (!tail.bytes.empty()) {
     if (start && id->out.empty()) id->out_offset = sent;
     frame rest;
-    if (!append_region(rest, tail)) return tail_unreadable(id);
+    if (!append_region(rest, tail.bytes)) return tail_unreadable(id);
     enqueue(*id, std::move(rest), response, response);
   }
   if (!start && !take_over) return;
@@ -293,14 +345,15 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
 
 }  // namespace
 
-void send_frame(const id_ptr& id, frame f, byte_span tail, bool batch) {
+void send_frame(const id_ptr& id, frame f, byte_span tail, const soft_dp::payload_source& source,
+                bool batch) {
   std::unique_lock lock(id->tx_mutex);
   if (id->tx_fd < 0 || id->tx_sealed) return;
   if (is_ack(f)) {
     id->ack_pending += get_u32(f.data() + header_size);
     return;
   }
-  transmit(id, lock, take_acks(*id), std::move(f), tail, batch);
+  transmit(id, lock, take_acks(*id), std::move(f), {tail, source}, batch);
   if (!batch || !lock.owns_lock() || !id->corked.load() || id->ack_ticker) return;
   lock.unlock();
   ensure_ack_ticker(id);  // a batch nobody flushes goes out within a tick
@@ -369,10 +422,62 @@ void ensure_ack_ticker(const id_ptr& id) {
 namespace {
 
 /// The progress thread's writer: everything queued, in one gathered write.
+/// Writes out.front(), a borrowed tail, from its registered memory as far as
+/// the socket takes it, then goes on with the queue or waits for room. The
+/// region is looked up again under the MR table's lock for every write (the
+/// lock a deregistration takes exclusively): one deregistered meanwhile is
+/// never read, and fails the link as a tail unreadable at post does.
+void write_borrowed(const id_ptr& id) {
+  int err = 0;
+  bool wait = false;
+  {
+    const auto memory = soft_dp::lock_memory();  // before tx_mutex, as a post takes them
+    const std::lock_guard lock(id->tx_mutex);
+    if (id->tx_fd < 0 || id->out.empty()) {
+      drop_queued(*id);
+      id->writing = false;
+      return;
+    }
+    for (;;) {
+      const tx_frame& f = id->out.front();
+      const std::uint8_t* src = soft_dp::payload_at(f.source, f.borrowed);
+      if (src == nullptr) {
+        err = EFAULT;
+        break;
+      }
+      const ssize_t n = ::send(id->tx_fd, src + id->out_offset, f.borrowed - id->out_offset,
+                               MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        wait = errno == EAGAIN || errno == EWOULDBLOCK;
+        err = wait ? 0 : errno;
+        break;
+      }
+      id->out_offset += static_cast<std::size_t>(n);
+      if (id->out_offset == f.borrowed) {
+        pop_written(*id);
+        id->out_offset = 0;
+        break;
+      }
+    }
+    if (err != 0) {
+      id->tx_sealed = true;
+      drop_queued(*id);
+    }
+  }
+  if (err != 0) return link_failed(id, err);
+  if (!wait) return write_next(id);
+  reactor_socket(*id).async_wait(tcp::socket::wait_write,
+                                 [id](const boost::system::error_code& ec) {
+                                   if (ec && !id->link_closed) return link_failed(id, errno_of(ec));
+                                   write_next(id);
+                                 });
+}
+
 void write_next(const id_ptr& id) {
   std::vector<asio::const_buffer> buffers;
   {
-    const std::lock_guard lock(id->tx_mutex);
+    std::unique_lock lock(id->tx_mutex);
     if (id->corked.load() && id->out.empty() && !id->link_closed) {
       // The writer (a finishing link's) takes the batch along, in order.
       id->out_offset = 0;
@@ -391,11 +496,20 @@ void write_next(const id_ptr& id) {
       return;
     }
     id->writing = true;
-    id->in_flight = std::min<std::size_t>(id->out.size(), 64);
-    for (std::size_t i = 0; i < id->in_flight; ++i)
+    if (id->out.front().borrowed > 0) {
+      id->in_flight = 0;
+      lock.unlock();
+      return write_borrowed(id);
+    }
+    // The frames up to the first borrowed one (written on its own).
+    id->in_flight = 0;
+    while (id->in_flight < std::min<std::size_t>(id->out.size(), 64) &&
+           id->out[id->in_flight].borrowed == 0) {
+      const std::size_t i = id->in_flight++;
       buffers.emplace_back(asio::buffer(id->out[i].bytes) + (i == 0 ? id->out_offset : 0));
+    }
   }
-  asio::async_write(reactor_socket(*id), buffers,
+  asio::async_write(reactor_socket(*id), buffers, whole_writes,
                     [id](const boost::system::error_code& ec, std::size_t /*n*/) {
                       {
                         const std::lock_guard lock(id->tx_mutex);
@@ -449,9 +563,10 @@ void open_tx(soft_id& id) {
 namespace {
 
 /// How a QP writes its frames: through the id's link while the id lives.
-std::function<void(frame, byte_span, bool)> link_of(const id_ptr& id) {
-  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail, bool batch) {
-    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail, batch);
+std::function<void(frame, byte_span, soft_dp::payload_source, bool)> link_of(const id_ptr& id) {
+  return [weak = std::weak_ptr<soft_id>(id)](frame f, byte_span tail,
+                                             soft_dp::payload_source source, bool batch) {
+    if (const id_ptr alive = weak.lock()) send_frame(alive, std::move(f), tail, source, batch);
   };
 }
 
