@@ -759,8 +759,8 @@ struct child_end {
 };
 
 /// Mode 0: write a pattern into the parent's region (from the accept's
-/// private data), send "done" with an immediate, read the region back, wait
-/// for the parent's disconnect. Mode 1: say ready on `ready_fd`, then write
+/// private data), send "done" with an immediate, read the region back, send
+/// "read back", wait for the parent's disconnect. Mode 1: say ready on `ready_fd`, then write
 /// to the parent forever (until killed).
 int child_active_side(std::uint16_t port, int mode, int ready_fd) {
   child_end c;
@@ -789,6 +789,9 @@ int child_active_side(std::uint16_t port, int mode, int ready_fd) {
   wr.local = {addr_of(c.back.data()), 4096, c.p.mr_lkey(c.bmr)};
   if (!c.run(wr)) return 18;
   if (c.back != c.mine) return 19;
+  wr.opcode = wr_opcode::send;
+  wr.local = {addr_of(c.mine.data()), 4, c.p.mr_lkey(c.mr)};
+  if (!c.run(wr)) return 22;
   return c.close();
 }
 
@@ -856,7 +859,8 @@ TEST_F(soft_datapath_processes, write_send_and_read_across_two_processes) {
   b.id = req->id;
   make_qp(b, {});
   prov::mr* imr = reg(b, in.data(), in.size());
-  ASSERT_FALSE(recv(b, imr, in.data(), in.size(), 77));
+  ASSERT_FALSE(recv(b, imr, in.data(), 8, 77));
+  ASSERT_FALSE(recv(b, imr, in.data() + 8, 8, 78));
   prov::conn_param param;
   param.private_data = &mine;
   param.private_data_len = sizeof mine;
@@ -871,7 +875,9 @@ TEST_F(soft_datapath_processes, write_send_and_read_across_two_processes) {
   for (std::size_t i = 0; i < 4096; ++i)
     ASSERT_EQ(target.data()[i], static_cast<std::uint8_t>(i ^ 0x5a)) << i;
   EXPECT_TRUE(target.guards_intact());
-  std::this_thread::sleep_for(100ms);  // the child's read back
+  auto read_back = next_wc(soft, b.rcq);  // the child's READ of the region is done
+  ASSERT_TRUE(read_back) << "no second send from the child";
+  EXPECT_EQ(read_back->wr_id, 78u);
   ASSERT_FALSE(soft.disconnect(b.id));
   EXPECT_EQ(wait_child(pid), 0) << "the child's exit status says where it stopped";
 }
