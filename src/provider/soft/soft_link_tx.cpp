@@ -421,7 +421,6 @@ void ensure_ack_ticker(const id_ptr& id) {
 
 namespace {
 
-/// The progress thread's writer: everything queued, in one gathered write.
 /// Writes out.front(), a borrowed tail, from its registered memory as far as
 /// the socket takes it, then goes on with the queue or waits for room. The
 /// region is looked up again under the MR table's lock for every write (the
@@ -474,6 +473,8 @@ void write_borrowed(const id_ptr& id) {
                                  });
 }
 
+/// The progress thread's writer: everything queued, in one gathered write
+/// (a borrowed tail on its own, by write_borrowed).
 void write_next(const id_ptr& id) {
   std::vector<asio::const_buffer> buffers;
   {
