@@ -258,7 +258,7 @@ bool start(mr_table& t, soft_qp& qp, const send_wr& wr, outstanding& o) {
   // next (the link sends the batch at the latest when that response arrives).
   const bool batch = qp.sq.size() > 1 && qp.sq.front().sent;
   const payload_source source{.pd = qp.pd, .key = wr.local.lkey, .addr = wr.local.addr};
-  qp.link.send(std::move(r.head), r.data, r.data.empty() ? payload_source{} : source, batch);
+  qp.link.send(std::move(r.head), r.data, source, batch);
   return true;
 }
 
@@ -392,8 +392,7 @@ verdict execute_read(soft_qp& qp, std::span<const std::uint8_t> p) {
     if (src == nullptr) return refuse(qp, wc_status::rem_access_err);
   }
   const payload_source source{.pd = qp.pd, .key = rkey, .remote = true, .addr = addr};
-  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len},
-               len > 0 ? source : payload_source{}, false);
+  qp.link.send(make_head(frame_type::read_resp, nullptr, 0, len), {src, len}, source, false);
   return verdict::done;
 }
 
@@ -673,9 +672,8 @@ std::shared_lock<std::shared_mutex> lock_memory() { return std::shared_lock(tabl
 
 const std::uint8_t* payload_at(const payload_source& source, std::size_t len) {
   mr_table& t = table();
-  return source.remote
-             ? within(find(t.by_rkey, source.key), source.pd, source.addr, len, access::remote_read)
-             : within(find(t.by_lkey, source.key), source.pd, source.addr, len, 0);
+  return within(find(source.remote ? t.by_rkey : t.by_lkey, source.key), source.pd, source.addr,
+                len, source.remote ? access::remote_read : 0);
 }
 
 std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint64_t addr,
