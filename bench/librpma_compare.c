@@ -6,9 +6,14 @@
  *                                         rpma_cq_wait + rpma_cq_get_wc): median, p99 (us)
  *   librpma_compare ADDR PORT connect N   N sequential connections (conn_req_new, connect,
  *                                         ESTABLISHED, disconnect, CLOSED): per second
+ *   librpma_compare ADDR PORT connect N server|client
+ *                                         the two sides in two processes (two hosts:
+ *                                         bench/conn_rtt.sh); the client first connects
+ *                                         once, untimed, retrying for up to 60 s until the
+ *                                         server listens, which serves that one and N more
  *
- * A forked child serves (the same library). Bounded: N operations; every wait has
- * a 10 s alarm. */
+ * Otherwise a forked child serves (the same library). Bounded: N operations; every wait
+ * has a 10 s alarm (120 s for a server's first request). */
 #include <librpma.h>
 
 #include <signal.h>
@@ -48,9 +53,9 @@ static void serve(struct rpma_peer* peer, const char* addr, const char* port, in
   check(rpma_mr_reg(peer, memory, sizeof memory, RPMA_MR_USAGE_WRITE_DST, &mr), "mr_reg");
   char desc[21];
   check(rpma_mr_get_descriptor(mr, desc), "descriptor");
-  if (write(ready, "r", 1) != 1) exit(1);
+  if (ready >= 0 && write(ready, "r", 1) != 1) exit(1);
   for (int i = 0; i < count; ++i) {
-    alarm(10);
+    alarm(i == 0 && ready < 0 ? 120 : 10);
     struct rpma_conn_req* req = NULL;
     check(rpma_ep_next_conn_req(ep, NULL, &req), "next_conn_req");
     struct rpma_conn_private_data pdata = {desc, sizeof desc};
@@ -88,6 +93,38 @@ static void disconnect(struct rpma_conn** conn) {
   (void)rpma_conn_delete(conn);
 }
 
+/* One untimed connection, retried every 20 ms for up to 60 s: a remote server may start later. */
+static void wait_for_server(struct rpma_peer* peer, const char* addr, const char* port) {
+  alarm(90);
+  const double deadline = now_us() + 60e6;
+  while (now_us() < deadline) {
+    struct rpma_conn_req* req = NULL;
+    struct rpma_conn* conn = NULL;
+    enum rpma_conn_event ev = RPMA_CONN_UNDEFINED;
+    if (rpma_conn_req_new(peer, addr, port, NULL, &req) == 0 &&
+        rpma_conn_req_connect(&req, NULL, &conn) == 0 && rpma_conn_next_event(conn, &ev) == 0 &&
+        ev == RPMA_CONN_ESTABLISHED) {
+      disconnect(&conn);
+      return;
+    }
+    if (conn != NULL) (void)rpma_conn_delete(&conn);
+    if (req != NULL) (void)rpma_conn_req_delete(&req);
+    usleep(20000);
+  }
+  fprintf(stderr, "no server at %s:%s within 60 s\n", addr, port);
+  exit(1);
+}
+
+static void sequential(struct rpma_peer* peer, const char* addr, const char* port, int n) {
+  const double t0 = now_us();
+  for (int i = 0; i < n; ++i) {
+    alarm(10);
+    struct rpma_conn* conn = connect_one(peer, addr, port);
+    disconnect(&conn);
+  }
+  printf("connect_per_s %.1f\n", n / ((now_us() - t0) / 1e6));
+}
+
 static void latency(struct rpma_peer* peer, const char* addr, const char* port, int n) {
   struct rpma_conn* conn = connect_one(peer, addr, port);
   struct rpma_conn_private_data pdata;
@@ -122,39 +159,49 @@ static void latency(struct rpma_peer* peer, const char* addr, const char* port, 
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s ADDR PORT latency|connect N\n", argv[0]);
+  const char* role = argc == 6 ? argv[5] : "both";
+  if ((argc != 5 && argc != 6) ||
+      (strcmp(role, "both") != 0 && strcmp(role, "server") != 0 && strcmp(role, "client") != 0)) {
+    fprintf(stderr, "usage: %s ADDR PORT latency|connect N [server|client]\n", argv[0]);
     return 2;
   }
   const char *addr = argv[1], *port = argv[2], *what = argv[3];
   const int n = atoi(argv[4]);
   struct ibv_context* dev = NULL;
-  check(rpma_utils_get_ibv_context(addr, RPMA_UTIL_IBV_CONTEXT_LOCAL, &dev), "device");
+  check(rpma_utils_get_ibv_context(addr,
+                                   strcmp(role, "client") == 0 ? RPMA_UTIL_IBV_CONTEXT_REMOTE
+                                                               : RPMA_UTIL_IBV_CONTEXT_LOCAL,
+                                   &dev),
+        "device");
   struct rpma_peer* peer = NULL;
   check(rpma_peer_new(dev, &peer), "peer");
   const int connections = strcmp(what, "latency") == 0 ? 1 : n;
-  int ready[2];
-  if (pipe(ready) != 0) return 1;
-  const pid_t child = fork();
-  if (child == 0) {
-    serve(peer, addr, port, connections, ready[1]);
-    _exit(0);
-  }
-  char c;
-  if (read(ready[0], &c, 1) != 1) return 1;
-  if (strcmp(what, "latency") == 0) {
-    latency(peer, addr, port, n);
+  if (strcmp(role, "server") == 0) {
+    serve(peer, addr, port, connections + 1, -1);
+  } else if (strcmp(role, "client") == 0) {
+    wait_for_server(peer, addr, port);
+    if (strcmp(what, "latency") == 0)
+      latency(peer, addr, port, n);
+    else
+      sequential(peer, addr, port, n);
   } else {
-    const double t0 = now_us();
-    for (int i = 0; i < n; ++i) {
-      alarm(10);
-      struct rpma_conn* conn = connect_one(peer, addr, port);
-      disconnect(&conn);
+    int ready[2];
+    if (pipe(ready) != 0) return 1;
+    const pid_t child = fork();
+    if (child == 0) {
+      serve(peer, addr, port, connections, ready[1]);
+      _exit(0);
     }
-    printf("connect_per_s %.1f\n", n / ((now_us() - t0) / 1e6));
+    char c;
+    if (read(ready[0], &c, 1) != 1) return 1;
+    if (strcmp(what, "latency") == 0)
+      latency(peer, addr, port, n);
+    else
+      sequential(peer, addr, port, n);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
   }
-  int status = 0;
-  waitpid(child, &status, 0);
   (void)rpma_peer_delete(&peer);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  return 0;
 }

@@ -21,13 +21,8 @@ n_conn=${N_CONN:-100}
 rounds=${ROUNDS:-5}
 port=7310
 
-cpu() { awk '/^cpu / { printf "%d %d\n", $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
-# busy% since the "busy idle" pair $1 $2
-busy_since() {
-  local b i
-  read -r b i < <(cpu)
-  awk -v b=$((b - $1)) -v i=$((i - $2)) 'BEGIN { printf "%.0f", (b + i > 0) ? 100 * b / (b + i) : 0 }'
-}
+# shellcheck source=bench/guest_stats.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/guest_stats.sh"
 # LIBDIR WHAT N: one run of the librpma program (LIBDIR empty: Debian's librpma)
 run() {
   port=$((port + 1))
@@ -37,7 +32,6 @@ run() {
     timeout 300 "$prog" "$addr" "$port" "$2" "$3"
   fi
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 echo "guest: $(nproc) CPUs (emulated), $rounds rounds, $n_lat writes and $n_conn connections per run"

@@ -121,9 +121,10 @@ ensure_packages() {
 
 # -------------------------------------------------------------------- kernel
 # Guest modules; modprobe adds their dependencies. crc32_generic: rdma_rxe
-# needs the "crc32" shash, which nothing would autoload.
+# needs the "crc32" shash, which nothing would autoload. veth, sch_netem: the veth pair and `tc qdisc
+# ... netem delay` for bench/conn_rtt.sh (the host's kernel has no netem).
 MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console virtio_net)
-MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs)
+MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs veth sch_netem)
 
 # Fills $CACHE/kernel once: modules/*.ko, modules.builtin, kver, and the
 # kernel as an uncompressed ELF vmlinux (QEMU boots it through the PVH entry
