@@ -8,7 +8,7 @@
 // round, the medians and the median of the per-round ratios (targets:
 // >= 0.7x TCP on soft, >= 1.0x on rxe). Bounded: a few seconds per round.
 //
-//   stream_bench [--quick] [--addr A] [--slots N] [--slot-size B] [--busy-poll US]
+//   stream_bench [--quick] [--rounds R] [--addr A] [--slots N] [--slot-size B] [--busy-poll US]
 //                [--only tcp|stream] [--test http|bulk]
 //   (A: 127.0.0.1; --only and --test: one side, one test, for perf and strace)
 #include <arpma/endpoint.hpp>
@@ -247,6 +247,8 @@ int main(int argc, char* argv[]) {
       rounds = 3;
       requests = 1000;
       stream_bytes = std::size_t{64} << 20;
+    } else if (std::strcmp(args[i], "--rounds") == 0 && i + 1 < args.size()) {
+      rounds = std::clamp(std::stoi(args[++i]), 1, 99);
     } else if (std::strcmp(args[i], "--addr") == 0 && i + 1 < args.size()) {
       addr = args[++i];
     } else if (std::strcmp(args[i], "--busy-poll") == 0 && i + 1 < args.size()) {
@@ -265,8 +267,8 @@ int main(int argc, char* argv[]) {
       run_bulk = test == "bulk";
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--addr A] [--slots N] [--slot-size B] [--busy-poll US] "
-                   "[--only tcp|stream] [--test http|bulk]\n",
+                   "usage: %s [--quick] [--rounds R] [--addr A] [--slots N] [--slot-size B] "
+                   "[--busy-poll US] [--only tcp|stream] [--test http|bulk]\n",
                    args[0]);
       return 2;
     }
