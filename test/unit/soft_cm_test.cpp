@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -384,6 +385,49 @@ TEST_P(soft_cm_family, accept_establishes_both_sides_with_private_data) {
   soft.destroy_qp(passive);
   EXPECT_FALSE(soft.destroy_cq(cq.value()));
   EXPECT_FALSE(soft.dealloc_pd(pd.value()));
+}
+
+// The listener is tuned once and the kernel copies its options into every socket it accepts
+// (no setsockopt per accepted link): both ends of a link must still have them.
+TEST_P(soft_cm_family, both_ends_of_a_link_have_nodelay_and_keepalive) {
+  prov::event_channel* lch = channel();
+  prov::event_channel* ach = channel();
+  std::uint16_t port = 0;
+  listener(lch, GetParam(), port);
+  prov::cm_id* active = resolved(ach, GetParam(), port);
+  prov::cm_id* passive = request(active, lch);
+  ASSERT_NE(passive, nullptr);
+  ASSERT_FALSE(soft.accept(passive, {}));
+  auto est = next_event(soft, ach);
+  ASSERT_TRUE(est && est->type == cm_event_type::established);
+
+  auto port_of = [](const sockaddr_storage& a) {
+    return ntohs(a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
+                                         : reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  };
+  auto option = [](int fd, int level, int name) {
+    int value = -1;
+    socklen_t len = sizeof value;
+    return ::getsockopt(fd, level, name, &value, &len) == 0 ? value : -1;
+  };
+  int ends = 0;
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_storage local{};
+    sockaddr_storage remote{};
+    socklen_t llen = sizeof local;
+    socklen_t rlen = sizeof remote;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) continue;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &rlen) != 0) continue;
+    if (port_of(local) != port && port_of(remote) != port) continue;
+    ++ends;
+    SCOPED_TRACE(port_of(local) == port ? "accepted end" : "connecting end");
+    EXPECT_EQ(option(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+    EXPECT_EQ(option(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    EXPECT_EQ(option(fd, IPPROTO_TCP, TCP_KEEPIDLE), 5);
+    EXPECT_EQ(option(fd, IPPROTO_TCP, TCP_KEEPINTVL), 1);
+    EXPECT_EQ(option(fd, IPPROTO_TCP, TCP_KEEPCNT), 5);
+  }
+  EXPECT_EQ(ends, 2) << "both ends of the link, in this process";
 }
 
 TEST_P(soft_cm_family, reject_gives_rejected_with_the_consumer_reason_and_private_data) {

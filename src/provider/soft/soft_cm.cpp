@@ -54,21 +54,19 @@ frame make_rej_frame(std::uint16_t reason, const void* private_data, std::size_t
   return make_frame(frame_type::rej, fixed.data(), fixed.size(), private_data, len);
 }
 
-namespace {
-
-/// Low latency, and a dead peer host noticed within seconds.
-void tune(tcp::socket& socket) noexcept {
-  boost::system::error_code ignored;
-  socket.set_option(tcp::no_delay(true), ignored);
-  socket.set_option(asio::socket_base::keep_alive(true), ignored);
+void tune(int fd) noexcept {
+  const int on = 1;
   const int idle = 5;
   const int interval = 1;
   const int count = 5;
-  const int fd = socket.native_handle();
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  (void)::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
+
+namespace {
 
 std::uint16_t local_port_of(const tcp::socket& socket) noexcept {
   boost::system::error_code ec;
@@ -288,7 +286,8 @@ void accept_next(const id_ptr& listener) {
           socket.close(ignored);
           return accept_next(listener);
         }
-        tune(socket);
+        // No tune(): Linux copies the listener's options (soft_provider::listen set them)
+        // into every socket it accepts, five setsockopt calls fewer per connection.
         auto in = std::make_shared<incoming>(std::move(socket), listener);
         in->handshake = listener->limits.handshake;
         read_request(in);
@@ -336,7 +335,7 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
           }
         }
         if (!proceed) return close_link(id);
-        tune(*id->socket);
+        tune(id->socket->native_handle());
         open_tx(*id);
         send_frame(id, std::move(request));
         pump(id);

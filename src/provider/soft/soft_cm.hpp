@@ -40,6 +40,11 @@ soft_link::rx_next on_cm_frame(const id_ptr& id, frame_type type,
 /// peer cannot keep an accepted id half-open for ever.
 void await_rtu(const id_ptr& id);
 
+/// Low latency, and a dead peer host noticed within seconds: TCP_NODELAY and keepalive (5 s
+/// idle, then 5 probes 1 s apart) on a link's socket, or on a listener, whose accepted
+/// sockets inherit them.
+void tune(int fd) noexcept;
+
 /// A listening id accepts links, each bounded until its REQ (limits).
 void accept_next(const id_ptr& listener);
 

@@ -290,6 +290,7 @@ std::error_code soft_provider::listen(cm_id* h, int backlog) {
   }
   const std::lock_guard lock(id->mutex);
   if (id->state != conn_state::bound) return sys(EINVAL);
+  soft_cm::tune(id->acceptor->native_handle());
   boost::system::error_code ec;
   id->acceptor->listen(backlog > 0 ? backlog : asio::socket_base::max_listen_connections, ec);
   if (ec) return sys(ec);
