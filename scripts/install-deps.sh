@@ -16,8 +16,9 @@ PACKAGES=(
   # bench/run.sh: JSON to plot data (python3), PNG plots without X
   gnuplot-nox python3
   # bench/syscalls.sh: per-operation syscalls (strace), context switches and CPU time (perf),
-  # and the baselines an RDMA engineer would use: sockperf (TCP), perftest (ib_*_lat)
-  strace linux-perf sockperf perftest
+  # and the baselines an RDMA engineer would use: sockperf (TCP), perftest (ib_*_lat),
+  # rdma-core's cmtime (connection setup, bench/rxe-compare.sh)
+  strace linux-perf sockperf perftest rdmacm-utils
   # test/fault/run.py: the stacks of a process that hung, in the failure report
   gdb
   # formatting and linting (scripts/lint.sh)
