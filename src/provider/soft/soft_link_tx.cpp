@@ -165,6 +165,7 @@ void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false
   if (untouched && is_ack(f) && is_ack(id.out.back().bytes)) {
     std::uint8_t* count = id.out.back().bytes.data() + header_size;
     put_u32(count, get_u32(count) + get_u32(f.data() + header_size));
+    frame_cache::give_back(std::move(f));
     return;
   }
   tx_frame queued;
@@ -176,10 +177,11 @@ void enqueue(soft_id& id, frame f, bool response = false, bool ends_read = false
 
 /// The writer is done with out.front(). Called with tx_mutex held.
 void pop_written(soft_id& id) {
-  const tx_frame& f = id.out.front();
+  tx_frame& f = id.out.front();
   if (f.ends_read) --id.reads_queued;
   if (f.read_bytes > 0 && id.totals != nullptr)
     id.totals->queued_read_bytes.fetch_sub(f.read_bytes);
+  frame_cache::give_back(std::move(f.bytes));  // most likely built by another thread
   id.out.pop_front();
 }
 
@@ -318,6 +320,7 @@ void transmit(const id_ptr& id, std::unique_lock<std::mutex>& lock, frame acks, 
   for (frame* piece : pieces) {
     if (sent >= piece->size()) {
       sent -= piece->size();
+      frame_cache::give_back(std::move(*piece));
       continue;
     }
     const bool whole_tail = piece == &f && !borrow && !tail.bytes.empty();
@@ -351,6 +354,7 @@ void send_frame(const id_ptr& id, frame f, byte_span tail, const soft_dp::payloa
   if (id->tx_fd < 0 || id->tx_sealed) return;
   if (is_ack(f)) {
     id->ack_pending += get_u32(f.data() + header_size);
+    frame_cache::give_back(std::move(f));
     return;
   }
   transmit(id, lock, take_acks(*id), std::move(f), {tail, source}, batch);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <utility>
@@ -153,21 +154,24 @@ inline std::optional<frame_header> parse_header(const header_bytes& h) noexcept 
   return frame_header{static_cast<frame_type>(h[5]), length};
 }
 
-/// A frame of `type`: its fixed fields, then variable data (private data or
-/// the message), in one buffer so it goes out in one write.
 /// Frame buffers a thread built and then sent whole come back here, a few
 /// small ones per thread: a post builds its frame on the application's
 /// thread and the socket usually takes it at once, so once warm the post
-/// path allocates nothing.
+/// path allocates nothing. A frame the socket did not take at once is
+/// written, and given back, by the progress thread: what overflows a
+/// thread's cache goes to a small pool every thread shares, where the
+/// application's thread finds it when its own cache runs dry. Bounded:
+/// max_frames per thread plus max_shared, each at most max_bytes.
 class frame_cache {
  public:
   static constexpr std::size_t max_frames = 8;
+  static constexpr std::size_t max_shared = 32;
   static constexpr std::size_t max_bytes = 4096;
 
-  /// A frame of `size` bytes, from the cache when it has one.
+  /// A frame of `size` bytes, from a cache when one has it.
   static frame take(std::size_t size) {
     auto& c = frames();
-    if (c.empty()) return frame(size);
+    if (c.empty() && !shared().take(c)) return frame(size);
     frame f = std::move(c.back());
     c.pop_back();
     f.resize(size);
@@ -175,11 +179,17 @@ class frame_cache {
   }
   /// Keeps `f`'s buffer for the next take (or lets it go).
   static void give_back(frame&& f) noexcept {
-    auto& c = frames();
-    if (f.capacity() == 0 || f.capacity() > max_bytes || c.size() >= max_frames) return;
+    if (f.capacity() == 0 || f.capacity() > max_bytes) return;
     f.clear();
-    c.push_back(std::move(f));  // reserved below: never allocates
+    auto& c = frames();
+    if (c.size() < max_frames) {
+      c.push_back(std::move(f));  // reserved below: never allocates
+      return;
+    }
+    shared().give_back(std::move(f));
   }
+  /// Frames in the shared pool now (for tests).
+  [[nodiscard]] static std::size_t shared_frames() noexcept { return shared().size(); }
 
  private:
   static std::vector<frame>& frames() {
@@ -190,8 +200,42 @@ class frame_cache {
     }();
     return cache;
   }
+
+  class pool {
+   public:
+    pool() { spare_.reserve(max_shared); }
+    /// Moves up to half a thread cache's worth into `into` (empty, with
+    /// room for max_frames): one lock for several takes.
+    bool take(std::vector<frame>& into) noexcept {
+      const std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < max_frames / 2 && !spare_.empty(); ++i) {
+        into.push_back(std::move(spare_.back()));
+        spare_.pop_back();
+      }
+      return !into.empty();
+    }
+    void give_back(frame&& f) noexcept {
+      const std::lock_guard lock(mutex_);
+      if (spare_.size() < max_shared) spare_.push_back(std::move(f));
+    }
+    std::size_t size() noexcept {
+      const std::lock_guard lock(mutex_);
+      return spare_.size();
+    }
+
+   private:
+    std::mutex mutex_;
+    std::vector<frame> spare_;
+  };
+  /// Never destroyed: a thread may give back after static destruction began.
+  static pool& shared() {
+    static pool* const p = new pool;  // NOLINT(cppcoreguidelines-owning-memory)
+    return *p;
+  }
 };
 
+/// A frame of `type`: its fixed fields, then variable data (private data or
+/// the message), in one buffer so it goes out in one write.
 inline frame make_frame(frame_type type, const std::uint8_t* fixed, std::size_t fixed_len,
                         const void* data, std::size_t data_len) {
   frame out = frame_cache::take(header_size + fixed_len + data_len);
