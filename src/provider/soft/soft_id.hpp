@@ -8,6 +8,7 @@
 #include "provider/soft/soft_datapath.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "provider/soft/soft_wire.hpp"
+#include "support/page_buffer.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -151,7 +152,7 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
 
   // The link's receiving side (under rx_mutex, either thread; pump_locked).
   std::mutex rx_mutex;
-  std::vector<std::uint8_t> rx;
+  arpma::detail::page_buffer rx;
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;

@@ -308,7 +308,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         if (id->rx_begin == id->rx_end) {
           id->rx_begin = id->rx_end = 0;
           // A link keeps what ordinary traffic needs, not its largest frame.
-          if (id->rx.size() > rx_keep) std::vector<std::uint8_t>(rx_large).swap(id->rx);
+          if (id->rx.size() > rx_keep) id->rx.reset(rx_large);
         }
         id->rx_large_writes = large_write(*h);
         if (next == rx_next::stop) return next;

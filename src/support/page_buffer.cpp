@@ -1,0 +1,80 @@
+#include "support/page_buffer.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace arpma::detail {
+
+namespace {
+
+std::size_t whole_pages(std::size_t n) noexcept {
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+void* map(std::size_t len) {
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+}  // namespace
+
+page_buffer::page_buffer(page_buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+page_buffer& page_buffer::operator=(page_buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+page_buffer::~page_buffer() { release(); }
+
+void page_buffer::release() noexcept {
+  if (mapped_ != 0)
+    (void)::munmap(data_, mapped_);
+  else
+    std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc): realloc's counterpart
+  data_ = nullptr;
+  size_ = mapped_ = 0;
+}
+
+void page_buffer::resize(std::size_t n) {
+  if (n <= size_) return;
+  if (n <= heap_max) {                 // so far on the heap (or nothing): realloc keeps the bytes
+    void* p = std::realloc(data_, n);  // NOLINT(cppcoreguidelines-no-malloc)
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<std::uint8_t*>(p);
+  } else if (const std::size_t want = whole_pages(n); mapped_ == 0) {
+    void* p = map(want);
+    if (size_ != 0) std::memcpy(p, data_, size_);
+    std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc)
+    data_ = static_cast<std::uint8_t*>(p);
+    mapped_ = want;
+  } else if (want > mapped_) {
+    void* p = ::mremap(data_, mapped_, want, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<std::uint8_t*>(p);
+    mapped_ = want;
+  }
+  size_ = n;
+}
+
+void page_buffer::reset(std::size_t n) {
+  release();
+  resize(n);
+}
+
+}  // namespace arpma::detail
