@@ -39,8 +39,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
