@@ -51,6 +51,7 @@ cmtime_rate() {
 echo "guest: $(nproc) CPUs (emulated), $rounds rounds, $n_lat writes and $n_conn connections per run"
 lat_ratios=()
 con_ratios=()
+seq_ratios=()
 cm_ratios=()
 for ((r = 1; r <= rounds; ++r)); do
   lat_l=$(run "" latency "$n_lat" | awk '{ print $3 }')
@@ -75,13 +76,15 @@ for ((r = 1; r <= rounds; ++r)); do
   busy_c=$(busy_since "$b0" "$i0")
   lat_ratios+=("$(ratio "$lat_a" "$lat_l")")
   con_ratios+=("$(ratio "$inflight" "$con_l")")
+  seq_ratios+=("$(ratio "$con_a" "$con_l")")
   [[ $cm != - ]] && cm_ratios+=("$(ratio "$inflight" "$cm")")
   echo "round $r: 64 B write median us: librpma $lat_l, arpma C API $lat_a (ratio ${lat_ratios[-1]});" \
     "connections/s: librpma sequential $con_l (CPU ${busy_l}%), arpma C API sequential $con_a" \
-    "(CPU ${busy_a}%), arpma 64 in flight $inflight (CPU ${busy_i}%; ratio to librpma ${con_ratios[-1]})," \
+    "(CPU ${busy_a}%; ratio ${seq_ratios[-1]}), arpma 64 in flight $inflight (CPU ${busy_i}%; ratio to librpma ${con_ratios[-1]})," \
     "the same on shared completion channels $inflight_s (CPU ${busy_s}%; ratio $(ratio "$inflight_s" "$con_l")), cmtime -c $n_conn $cm (CPU ${busy_c}%)"
 done
 echo "median latency ratio (arpma C API / librpma): $(printf '%s\n' "${lat_ratios[@]}" | median)  target 0.95-1.05"
+echo "median connection-rate ratio (arpma C API sequential / librpma sequential): $(printf '%s\n' "${seq_ratios[@]}" | median)  target >= 1.0"
 echo "median connection-rate ratio (arpma 64 in flight / librpma sequential): $(printf '%s\n' "${con_ratios[@]}" | median)  target >= 10"
 if [[ ${#cm_ratios[@]} -gt 0 ]]; then
   echo "median connection-rate ratio (arpma 64 in flight / cmtime): $(printf '%s\n' "${cm_ratios[@]}" | median)  target >= 0.9"

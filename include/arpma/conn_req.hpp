@@ -33,12 +33,10 @@ struct peer_state;
 using conn_req_handler = boost::asio::any_completion_handler<void(error_code, conn_req)>;
 using connection_handler = boost::asio::any_completion_handler<void(error_code, connection)>;
 
-/// Which event channel a new id is born on: the io_context's shared one, or a
-/// channel of its own (what the C API hands out as the connection's fd).
-enum class channel_mode { shared, dedicated };
-
+/// A request born on the io_context's shared event channel (the blocking
+/// rpma_conn_req_new gives each request a channel of its own, without a loop).
 void start_conn_req_new(boost::asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
-                        std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
+                        std::string addr, std::string port, conn_cfg cfg,
                         conn_req_handler handler);
 void start_connect(boost::asio::any_io_executor ex, conn_req req,
                    std::vector<std::uint8_t> private_data, connection_handler handler);
@@ -78,7 +76,7 @@ struct initiate_conn_req_new {
                     : ex;
     conn_req_handler h(std::forward<Handler>(handler));
     start_conn_req_new(std::move(io), std::move(peer), std::move(addr), std::move(port), cfg,
-                       channel_mode::shared, std::move(h));
+                       std::move(h));
   }
 };
 }  // namespace detail

@@ -4,12 +4,20 @@
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
 #include "core/conn_state.hpp"
+#include "core/direct_calls.hpp"
 #include "core/error_internal.hpp"
 #include "core/parked_op.hpp"
-#include "core/sync_wait.hpp"
+#include "core/thread_loop.hpp"
 #include "support/log.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <climits>
+#include <cstdint>
 #include <optional>
 
 namespace arpma {
@@ -43,13 +51,12 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
   enum class stage { starting, name, addr, route, done };
 
   conn_req_new_op(asio::any_io_executor ex, std::shared_ptr<peer_state> peer, std::string addr,
-                  std::string port, conn_cfg cfg, channel_mode mode, conn_req_handler handler)
+                  std::string port, conn_cfg cfg, conn_req_handler handler)
       : parked_op(std::move(ex), std::move(handler)),
         peer_(std::move(peer)),
         addr_(std::move(addr)),
         port_(std::move(port)),
-        cfg_(std::move(cfg)),
-        mode_(mode) {}
+        cfg_(std::move(cfg)) {}
 
   conn_req_new_op(const conn_req_new_op&) = delete;
   conn_req_new_op& operator=(const conn_req_new_op&) = delete;
@@ -113,8 +120,7 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
         cfg_.timeout.count() < 0)
       return finish(make_error_code(errc::invalid_argument));
     const auto& ex = executor();
-    auto channel = mode_ == channel_mode::shared ? loop_cm_channel(prov(), ex)
-                                                 : cm_channel::create(prov(), ex);
+    auto channel = loop_cm_channel(prov(), ex);
     if (!channel) return finish(channel.error());
     auto& ch = *channel.value();
     req_ = std::make_unique<conn_state>(peer_, channel.value(), ch.reserve_token());
@@ -198,11 +204,11 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
       if (ec) {
         req_.reset();  // reverse-order teardown
       } else {
-        // The flavour is chosen here: a request made on a loop (the shared
-        // channel) is the C++ flavour, its events queued for async_connect and
-        // get_executor() that loop; the blocking call's (a channel of its own,
-        // the C API's fd) keeps the blocking flavour until connected.
-        if (mode_ == channel_mode::shared) req_->attach();
+        // A request made on a loop (the shared channel) is the C++ flavour,
+        // its events queued for async_connect and get_executor() that loop;
+        // conn_req_new_now's (a channel of its own, the C API's fd) keeps the
+        // blocking flavour until connected.
+        req_->attach();
         result = access::make<conn_req>(std::move(req_));
       }
     }
@@ -214,7 +220,6 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
   std::string addr_;
   std::string port_;
   conn_cfg cfg_;
-  channel_mode mode_;
   std::optional<asio::steady_timer> timer_;
   std::optional<tcp::resolver> resolver_;
   std::unique_ptr<conn_state> req_;
@@ -224,23 +229,128 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
 }  // namespace
 
 void start_conn_req_new(asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
-                        std::string addr, std::string port, conn_cfg cfg, channel_mode mode,
+                        std::string addr, std::string port, conn_cfg cfg,
                         conn_req_handler handler) {
   if (!runs_operations(ex))
     return fail_at_once(std::move(handler), make_error_code(errc::invalid_argument), conn_req{});
   std::make_shared<conn_req_new_op>(std::move(ex), std::move(peer), std::move(addr),
-                                    std::move(port), std::move(cfg), mode, std::move(handler))
+                                    std::move(port), std::move(cfg), std::move(handler))
       ->start();
+}
+
+namespace {
+
+using deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+/// The next event of the request's own channel, waited for in poll(2) (the
+/// fd is the request's alone, so nothing else needs the loop meanwhile).
+result<provider::cm_event> next_event_before(cm_channel& ch, const deadline& until) {
+  for (;;) {
+    int wait_ms = -1;
+    if (until) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(*until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::make_error_code(std::errc::timed_out);
+      wait_ms = static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX));
+    }
+    pollfd pfd{ch.fd(), POLLIN, 0};
+    const int n = ::poll(&pfd, 1, wait_ms);
+    if (n < 0 && errno != EINTR) return std::error_code(errno, std::system_category());
+    if (n <= 0) continue;
+    auto event = ch.read_now();
+    if (event || event.error() != errc::no_event) return event;
+  }
+}
+
+/// Waits for `ok` (or `failed`, whose status becomes the error, `fallback`
+/// without one) as the asynchronous operation's on_cm_event judges them.
+std::error_code await_step(cm_channel& ch, const deadline& until, provider::cm_event_type ok,
+                           provider::cm_event_type failed, int fallback, const char* step) {
+  auto ev = next_event_before(ch, until);
+  if (!ev) return ev.error();
+  if (ev.value().type == ok) return {};
+  if (ev.value().type == failed) {
+    const auto ec = event_error(ev.value(), fallback);
+    ARPMA_LOG_FAILURE(step, ec);
+    return ec;
+  }
+  ARPMA_LOG(log_level::error, "unexpected %s during %s", provider::to_string(ev.value().type),
+            step);
+  return std::make_error_code(std::errc::protocol_error);
+}
+
+result<tcp::endpoint> endpoint_of(const std::string& addr, const std::string& port) {
+  if (auto numeric = numeric_endpoint(addr, port)) return *numeric;
+  tcp::resolver resolver(thread_loop());
+  boost::system::error_code ec;
+  const auto results = resolver.resolve(addr, port, ec);
+  if (ec || results.empty()) {
+    const std::error_code err = ec ? std::error_code(ec) : make_error_code(errc::unknown);
+    ARPMA_LOG_FAILURE("name resolution", err);
+    return err;
+  }
+  return results.begin()->endpoint();
+}
+
+/// Resolves the address and the route of `req`'s id, as the asynchronous
+/// operation does, within `cfg.timeout` for both.
+std::error_code resolve_now(conn_state& req, const tcp::endpoint& endpoint, const conn_cfg& cfg,
+                            const std::string& addr, const std::string& port) {
+  auto& prov = req.prov();
+  const int timeout_ms = static_cast<int>(cfg.timeout.count());
+  deadline until;
+  if (cfg.timeout.count() > 0) until = std::chrono::steady_clock::now() + cfg.timeout;
+  auto& ch = *req.cm_events;
+  std::error_code ec = prov.resolve_addr(req.id, endpoint.data(), timeout_ms);
+  if (ec) ARPMA_LOG_FAILURE("resolve addr", ec);
+  if (!ec)
+    ec = await_step(ch, until, provider::cm_event_type::addr_resolved,
+                    provider::cm_event_type::addr_error, EHOSTUNREACH,
+                    "address resolution (ADDR_ERROR)");
+  if (!ec && until) until = std::chrono::steady_clock::now() + cfg.timeout;
+  if (!ec && (ec = prov.resolve_route(req.id, timeout_ms))) ARPMA_LOG_FAILURE("resolve route", ec);
+  if (!ec)
+    ec = await_step(ch, until, provider::cm_event_type::route_resolved,
+                    provider::cm_event_type::route_error, ENETUNREACH,
+                    "route resolution (ROUTE_ERROR)");
+  if (ec == std::errc::timed_out)
+    ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", addr.c_str(),
+              port.c_str(), static_cast<long long>(cfg.timeout.count()));
+  return ec;
+}
+
+}  // namespace
+
+result<conn_req> conn_req_new_now(const std::shared_ptr<peer_state>& peer, const std::string& addr,
+                                  const std::string& port, const conn_cfg& cfg) {
+  if (peer == nullptr || peer->pd == nullptr || addr.empty() || port.empty() ||
+      cfg.timeout.count() < 0)
+    return make_error_code(errc::invalid_argument);
+  auto endpoint = endpoint_of(addr, port);
+  if (!endpoint) return endpoint.error();
+  const auto& ex = thread_loop().get_executor();
+  auto channel = cm_channel::create(peer->prov, ex);
+  if (!channel) return channel.error();
+  auto req = std::make_unique<conn_state>(peer, channel.value(), channel.value()->reserve_token());
+  req->ex = ex;
+  auto id = peer->prov.create_id(channel.value()->native(), req->token);
+  if (!id) {
+    ARPMA_LOG_FAILURE("create id", id.error());
+    return id.error();
+  }
+  req->id = id.value();
+  if (auto ec = resolve_now(*req, endpoint.value(), cfg, addr, port)) return ec;
+  if (auto ec = req->build_queues(cfg)) return ec;
+  ARPMA_LOG(log_level::notice, "Requesting a connection to %s:%s", addr.c_str(), port.c_str());
+  return access::make<conn_req>(std::move(req));
 }
 
 }  // namespace detail
 
 result<conn_req> conn_req_new(const peer& p, std::string_view addr, std::string_view port,
                               const conn_cfg& cfg) {
-  return detail::sync_wait<conn_req>([&](const asio::any_io_executor& ex, auto handler) {
-    detail::start_conn_req_new(ex, detail::access::state(p), std::string(addr), std::string(port),
-                               cfg, detail::channel_mode::dedicated, std::move(handler));
-  });
+  return detail::conn_req_new_now(detail::access::state(p), std::string(addr), std::string(port),
+                                  cfg);
 }
 
 }  // namespace arpma

@@ -4,7 +4,7 @@
 #include "core/conn_state.hpp"
 #include "core/endpoint_state.hpp"
 #include "core/fd_ready.hpp"
-#include "core/sync_wait.hpp"
+#include "core/thread_loop.hpp"
 #include "support/log.hpp"
 
 namespace arpma::detail {

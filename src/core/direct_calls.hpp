@@ -24,6 +24,11 @@ struct peer_state;
 // They take the states that capi unwrapped from its handles (core never
 // unwraps a public handle) and make the handles they create.
 
+/// rpma_conn_req_new: resolves the address and the route on an event channel
+/// of the request's own, waiting in poll(2) on it (librpma's blocking calls,
+/// without a loop: no descriptor to register, no timer).
+result<conn_req> conn_req_new_now(const std::shared_ptr<peer_state>& peer, const std::string& addr,
+                                  const std::string& port, const conn_cfg& cfg);
 /// rpma_ep_listen: an endpoint on an event channel of its own (blocking fd).
 result<endpoint> listen_now(const std::shared_ptr<peer_state>& p, const std::string& addr,
                             const std::string& port);

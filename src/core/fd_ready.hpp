@@ -6,8 +6,8 @@
 
 #include "core/asio.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 
 #include <cerrno>
 #include <optional>
@@ -35,11 +35,12 @@ void when_readable(std::optional<asio::posix::stream_descriptor>& fd,
   fd->async_wait(asio::posix::stream_descriptor::wait_read, std::move(on_ready));
 }
 
+/// One ioctl(FIONBIO), not fcntl's F_GETFL and F_SETFL: a blocking C
+/// connection makes three of its fds blocking, and every syscall counts
+/// against librpma's rate.
 inline std::error_code set_fd_blocking(int fd, bool blocking) noexcept {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) return {errno, std::system_category()};
-  const int wanted = blocking ? (flags & ~O_NONBLOCK) : (flags | O_NONBLOCK);
-  if (wanted != flags && ::fcntl(fd, F_SETFL, wanted) < 0) return {errno, std::system_category()};
+  int non_blocking = blocking ? 0 : 1;
+  if (::ioctl(fd, FIONBIO, &non_blocking) < 0) return {errno, std::system_category()};
   return {};
 }
 

@@ -29,6 +29,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -60,9 +61,18 @@ class conn_req_new_test : public ::testing::Test {
     EXPECT_EQ(fake.live_objects(), 0u) << "provider objects leaked";
   }
 
-  // Starts the callback flavour; the handler records into `out`.
+  // Starts the callback flavour; the handler records into `out`. With
+  // `blocking`, makes the request with the blocking call instead (done on
+  // return; the loop then has nothing to run).
   void start(outcome& out, const arpma::conn_cfg& cfg = {}, std::string addr = "192.0.2.1",
              std::string port = "7204") {
+    if (blocking) {
+      auto req = arpma::conn_req_new(*peer, addr, port, cfg);
+      out.ec = req ? std::error_code() : req.error();
+      if (req) out.req = std::move(req).value();
+      ++out.calls;
+      return;
+    }
     arpma::async_conn_req_new(io.get_executor(), *peer, addr, port, cfg,
                               [&out](std::error_code ec, arpma::conn_req req) {
                                 out.ec = ec;
@@ -85,7 +95,20 @@ class conn_req_new_test : public ::testing::Test {
   arpma::provider::scoped_override use_fake{fake};
   asio::io_context io;
   std::optional<arpma::peer> peer;
+  bool blocking = false;
 };
+
+// The same steps, events and deadlines through both paths: the asynchronous
+// operation on a loop, and the blocking call waiting on its own channel.
+class conn_req_flavour_test : public conn_req_new_test, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    conn_req_new_test::SetUp();
+    blocking = GetParam();
+  }
+};
+
+std::string flavour_name(bool is_blocking) { return is_blocking ? "blocking" : "async"; }
 
 const std::vector<std::string> creation_sequence = {
     "create_event_channel", "create_id", "resolve_addr",  "resolve_route",
@@ -216,9 +239,9 @@ TEST_F(conn_req_new_test, a_request_reports_the_loop_it_was_made_on) {
   ASSERT_EQ(out.calls, 1);
   ASSERT_FALSE(out.ec) << out.ec.message();
   EXPECT_EQ(out.req.get_executor(), asio::any_io_executor(io.get_executor()));
-  auto blocking = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
-  ASSERT_TRUE(blocking) << blocking.error().message();
-  EXPECT_FALSE(blocking.value().get_executor());
+  auto sync_req = arpma::conn_req_new(*peer, "192.0.2.1", "7204");
+  ASSERT_TRUE(sync_req) << sync_req.error().message();
+  EXPECT_FALSE(sync_req.value().get_executor());
 }
 
 TEST_F(conn_req_new_test, blocking_flavour_returns_a_result) {
@@ -285,11 +308,13 @@ std::string destroy_of(const std::string& create) {
   return it == pairs.end() ? std::string() : it->second;
 }
 
-class conn_req_failure_test : public conn_req_new_test,
-                              public ::testing::WithParamInterface<failure_point> {};
+class conn_req_failure_test
+    : public conn_req_new_test,
+      public ::testing::WithParamInterface<std::tuple<failure_point, bool>> {};
 
 TEST_P(conn_req_failure_test, unwinds_in_reverse_and_reports_the_errno) {
-  const auto& point = GetParam();
+  const auto& point = std::get<0>(GetParam());
+  blocking = std::get<1>(GetParam());
   arpma::conn_cfg cfg;
   cfg.rcq_size = point.rcq ? 5 : 0;
   cfg.shared_completion_channel = point.shared;
@@ -320,33 +345,35 @@ TEST_P(conn_req_failure_test, unwinds_in_reverse_and_reports_the_errno) {
   EXPECT_EQ(fake.live_objects(), 1u) << "only the peer's PD may remain";
 }
 
-INSTANTIATE_TEST_SUITE_P(each_step, conn_req_failure_test,
-                         ::testing::Values(failure_point{"create_event_channel", 1, false, false},
-                                           failure_point{"create_id", 1, false, false},
-                                           failure_point{"resolve_addr", 1, false, false},
-                                           failure_point{"resolve_route", 1, false, false},
-                                           failure_point{"create_comp_channel", 1, false, false},
-                                           failure_point{"create_cq", 1, false, false},
-                                           failure_point{"req_notify_cq", 1, false, false},
-                                           failure_point{"create_qp", 1, false, false},
-                                           failure_point{"create_comp_channel", 2, true, false},
-                                           failure_point{"create_cq", 2, true, false},
-                                           failure_point{"req_notify_cq", 2, true, false},
-                                           failure_point{"create_qp", 1, true, false},
-                                           failure_point{"create_comp_channel", 1, true, true},
-                                           failure_point{"create_cq", 1, true, true},
-                                           failure_point{"create_cq", 2, true, true},
-                                           failure_point{"req_notify_cq", 2, true, true},
-                                           failure_point{"create_qp", 1, true, true}),
-                         [](const auto& param_info) {
-                           const auto& p = param_info.param;
-                           return std::string(p.call) + "_" + std::to_string(p.nth) +
-                                  (p.rcq ? "_rcq" : "") + (p.shared ? "_shared" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    each_step, conn_req_failure_test,
+    ::testing::Combine(::testing::Values(failure_point{"create_event_channel", 1, false, false},
+                                         failure_point{"create_id", 1, false, false},
+                                         failure_point{"resolve_addr", 1, false, false},
+                                         failure_point{"resolve_route", 1, false, false},
+                                         failure_point{"create_comp_channel", 1, false, false},
+                                         failure_point{"create_cq", 1, false, false},
+                                         failure_point{"req_notify_cq", 1, false, false},
+                                         failure_point{"create_qp", 1, false, false},
+                                         failure_point{"create_comp_channel", 2, true, false},
+                                         failure_point{"create_cq", 2, true, false},
+                                         failure_point{"req_notify_cq", 2, true, false},
+                                         failure_point{"create_qp", 1, true, false},
+                                         failure_point{"create_comp_channel", 1, true, true},
+                                         failure_point{"create_cq", 1, true, true},
+                                         failure_point{"create_cq", 2, true, true},
+                                         failure_point{"req_notify_cq", 2, true, true},
+                                         failure_point{"create_qp", 1, true, true}),
+                       ::testing::Bool()),
+    [](const auto& param_info) {
+      const auto& p = std::get<0>(param_info.param);
+      return std::string(p.call) + "_" + std::to_string(p.nth) + (p.rcq ? "_rcq" : "") +
+             (p.shared ? "_shared" : "") + "_" + flavour_name(std::get<1>(param_info.param));
+    });
 
 // ---- events ------------------------------------------------------------------
 
-TEST_F(conn_req_new_test, addr_error_event_fails_with_its_status) {
+TEST_P(conn_req_flavour_test, addr_error_event_fails_with_its_status) {
   fake.on_resolve_addr({{event::addr_error, -ENETUNREACH}});
   outcome out;
   start(out);
@@ -356,7 +383,7 @@ TEST_F(conn_req_new_test, addr_error_event_fails_with_its_status) {
   EXPECT_EQ(fake.live_objects(), 1u);
 }
 
-TEST_F(conn_req_new_test, route_error_event_fails_with_its_status) {
+TEST_P(conn_req_flavour_test, route_error_event_fails_with_its_status) {
   fake.on_resolve_route({{event::route_error, -ETIMEDOUT}});
   outcome out;
   start(out);
@@ -365,7 +392,7 @@ TEST_F(conn_req_new_test, route_error_event_fails_with_its_status) {
   EXPECT_EQ(fake.live_objects(), 1u);
 }
 
-TEST_F(conn_req_new_test, an_event_out_of_order_is_a_protocol_error) {
+TEST_P(conn_req_flavour_test, an_event_out_of_order_is_a_protocol_error) {
   fake.on_resolve_addr({{event::route_resolved}});
   outcome out;
   start(out);
@@ -387,7 +414,7 @@ TEST_F(conn_req_new_test, events_for_other_ids_are_dropped_not_misrouted) {
   EXPECT_FALSE(second.ec) << second.ec.message();
 }
 
-TEST_F(conn_req_new_test, delayed_events_complete_within_the_timeout) {
+TEST_P(conn_req_flavour_test, delayed_events_complete_within_the_timeout) {
   fake.on_resolve_addr({{event::addr_resolved, 0, 20ms}});
   fake.on_resolve_route({{event::route_resolved, 0, 20ms}});
   arpma::conn_cfg cfg;
@@ -398,7 +425,7 @@ TEST_F(conn_req_new_test, delayed_events_complete_within_the_timeout) {
   EXPECT_FALSE(out.ec) << out.ec.message();
 }
 
-TEST_F(conn_req_new_test, address_resolution_past_the_timeout_times_out) {
+TEST_P(conn_req_flavour_test, address_resolution_past_the_timeout_times_out) {
   fake.on_resolve_addr({});  // never answers
   arpma::conn_cfg cfg;
   cfg.timeout = 50ms;
@@ -410,7 +437,7 @@ TEST_F(conn_req_new_test, address_resolution_past_the_timeout_times_out) {
   EXPECT_EQ(fake.live_objects(), 1u);
 }
 
-TEST_F(conn_req_new_test, route_resolution_past_the_timeout_times_out) {
+TEST_P(conn_req_flavour_test, route_resolution_past_the_timeout_times_out) {
   fake.on_resolve_route({{event::route_resolved, 0, 500ms}});
   arpma::conn_cfg cfg;
   cfg.timeout = 50ms;
@@ -421,7 +448,7 @@ TEST_F(conn_req_new_test, route_resolution_past_the_timeout_times_out) {
   EXPECT_EQ(fake.live_objects(), 1u);
 }
 
-TEST_F(conn_req_new_test, invalid_arguments_touch_nothing) {
+TEST_P(conn_req_flavour_test, invalid_arguments_touch_nothing) {
   arpma::conn_cfg negative;
   negative.timeout = -1ms;
   outcome empty_addr;
@@ -437,13 +464,16 @@ TEST_F(conn_req_new_test, invalid_arguments_touch_nothing) {
   EXPECT_TRUE(fake.take_calls().empty());
 }
 
-TEST_F(conn_req_new_test, host_names_are_resolved_before_the_cm) {
+TEST_P(conn_req_flavour_test, host_names_are_resolved_before_the_cm) {
   outcome out;
   start(out, {}, "localhost", "7204");
   io.run();
   EXPECT_FALSE(out.ec) << out.ec.message();
   EXPECT_EQ(fake.take_calls(), creation_sequence);
 }
+
+INSTANTIATE_TEST_SUITE_P(both, conn_req_flavour_test, ::testing::Bool(),
+                         [](const auto& param_info) { return flavour_name(param_info.param); });
 
 // ---- cancellation and teardown -------------------------------------------------
 

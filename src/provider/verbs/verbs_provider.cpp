@@ -3,10 +3,10 @@
 #include "support/log.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <array>
@@ -79,6 +79,13 @@ struct addrinfo_guard {
   }
 };
 
+/// Channels are made non-blocking for the loop: one ioctl(FIONBIO) rather
+/// than fcntl's F_GETFL and F_SETFL (a connection makes two channels per side).
+bool make_non_blocking(int fd) noexcept {
+  int on = 1;
+  return ::ioctl(fd, FIONBIO, &on) == 0;
+}
+
 }  // namespace
 
 bool verbs_provider::owns(const device* dev) const noexcept {
@@ -138,8 +145,7 @@ result<device*> verbs_provider::find_device(const char* addr, bool remote) {
 result<event_channel*> verbs_provider::create_event_channel() {
   rdma_event_channel* channel = rdma_create_event_channel();
   if (channel == nullptr) return last_error();
-  const int flags = fcntl(channel->fd, F_GETFL);
-  if (flags < 0 || fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+  if (!make_non_blocking(channel->fd)) {
     const auto ec = last_error();
     rdma_destroy_event_channel(channel);
     return ec;
@@ -265,8 +271,7 @@ result<comp_channel*> verbs_provider::create_comp_channel(device* dev) {
   ibv_comp_channel* channel = ibv_create_comp_channel(dev);
   if (channel == nullptr) return last_error();
   // Non-blocking like the event channels (the C API makes its own blocking).
-  const int flags = fcntl(channel->fd, F_GETFL);
-  if (flags < 0 || fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+  if (!make_non_blocking(channel->fd)) {
     const auto ec = last_error();
     ibv_destroy_comp_channel(channel);
     return ec;

@@ -1,4 +1,4 @@
-#include "core/sync_wait.hpp"
+#include "core/thread_loop.hpp"
 
 namespace arpma::detail {
 
