@@ -36,8 +36,7 @@ using connection_handler = boost::asio::any_completion_handler<void(error_code, 
 /// A request born on the io_context's shared event channel (the blocking
 /// rpma_conn_req_new gives each request a channel of its own, without a loop).
 void start_conn_req_new(boost::asio::any_io_executor ex, std::shared_ptr<peer_state> peer,
-                        std::string addr, std::string port, conn_cfg cfg,
-                        conn_req_handler handler);
+                        std::string addr, std::string port, conn_cfg cfg, conn_req_handler handler);
 void start_connect(boost::asio::any_io_executor ex, conn_req req,
                    std::vector<std::uint8_t> private_data, connection_handler handler);
 /// The executor of a request's state (empty for none or a C flavour one).
