@@ -42,6 +42,31 @@ std::optional<tcp::endpoint> numeric_endpoint(const std::string& addr, const std
   return tcp::endpoint(ip, number);
 }
 
+/// One resolution step: the event that ends it, the one that fails it and the
+/// errno that failure means when its status carries none.
+struct resolve_step {
+  provider::cm_event_type ok;
+  provider::cm_event_type failed;
+  int fallback;
+  const char* what;
+};
+constexpr resolve_step addr_step{provider::cm_event_type::addr_resolved,
+                                 provider::cm_event_type::addr_error, EHOSTUNREACH,
+                                 "address resolution (ADDR_ERROR)"};
+constexpr resolve_step route_step{provider::cm_event_type::route_resolved,
+                                  provider::cm_event_type::route_error, ENETUNREACH,
+                                  "route resolution (ROUTE_ERROR)"};
+
+/// How `ev` ends `step`: success ({}), its failure (logged), or nullopt for
+/// an event the step does not expect. Both paths (async and blocking) judge here.
+std::optional<std::error_code> judge(const resolve_step& step, const provider::cm_event& ev) {
+  if (ev.type == step.ok) return std::error_code{};
+  if (ev.type != step.failed) return std::nullopt;
+  const auto ec = event_error(ev, step.fallback);
+  ARPMA_LOG_FAILURE(step.what, ec);
+  return ec;
+}
+
 // Lifetime: a parked operation (owned by itself while it runs, linked into
 // its io_context's arpma service), so a destroyed io_context destroys it, and
 // with it every resource and the handler, without calling anything. Asio's
@@ -75,24 +100,12 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
   void cancelled() { finish(aborted()); }
 
   void on_cm_event(const provider::cm_event& ev) override {
-    switch (stage_) {
-      case stage::addr:
-        if (ev.type == provider::cm_event_type::addr_resolved) return resolve_route();
-        if (ev.type == provider::cm_event_type::addr_error) {
-          const auto ec = event_error(ev, EHOSTUNREACH);
-          ARPMA_LOG_FAILURE("address resolution (ADDR_ERROR)", ec);
-          return finish(ec);
-        }
-        break;
-      case stage::route:
-        if (ev.type == provider::cm_event_type::route_resolved) return build_queues();
-        if (ev.type == provider::cm_event_type::route_error) {
-          const auto ec = event_error(ev, ENETUNREACH);
-          ARPMA_LOG_FAILURE("route resolution (ROUTE_ERROR)", ec);
-          return finish(ec);
-        }
-        break;
-      default: break;
+    const bool addr = stage_ == stage::addr;
+    if (addr || stage_ == stage::route) {
+      if (const auto verdict = judge(addr ? addr_step : route_step, ev)) {
+        if (*verdict) return finish(*verdict);
+        return addr ? resolve_route() : build_queues();
+      }
     }
     ARPMA_LOG(log_level::error, "unexpected %s while resolving %s:%s", provider::to_string(ev.type),
               addr_.c_str(), port_.c_str());
@@ -262,20 +275,14 @@ result<provider::cm_event> next_event_before(cm_channel& ch, const deadline& unt
   }
 }
 
-/// Waits for `ok` (or `failed`, whose status becomes the error, `fallback`
-/// without one) as the asynchronous operation's on_cm_event judges them.
-std::error_code await_step(cm_channel& ch, const deadline& until, provider::cm_event_type ok,
-                           provider::cm_event_type failed, int fallback, const char* step) {
+/// Waits for the event that ends `step`, judged as the asynchronous
+/// operation judges it.
+std::error_code await_step(cm_channel& ch, const deadline& until, const resolve_step& step) {
   auto ev = next_event_before(ch, until);
   if (!ev) return ev.error();
-  if (ev.value().type == ok) return {};
-  if (ev.value().type == failed) {
-    const auto ec = event_error(ev.value(), fallback);
-    ARPMA_LOG_FAILURE(step, ec);
-    return ec;
-  }
+  if (const auto verdict = judge(step, ev.value())) return *verdict;
   ARPMA_LOG(log_level::error, "unexpected %s during %s", provider::to_string(ev.value().type),
-            step);
+            step.what);
   return std::make_error_code(std::errc::protocol_error);
 }
 
@@ -303,16 +310,10 @@ std::error_code resolve_now(conn_state& req, const tcp::endpoint& endpoint, cons
   auto& ch = *req.cm_events;
   std::error_code ec = prov.resolve_addr(req.id, endpoint.data(), timeout_ms);
   if (ec) ARPMA_LOG_FAILURE("resolve addr", ec);
-  if (!ec)
-    ec = await_step(ch, until, provider::cm_event_type::addr_resolved,
-                    provider::cm_event_type::addr_error, EHOSTUNREACH,
-                    "address resolution (ADDR_ERROR)");
+  if (!ec) ec = await_step(ch, until, addr_step);
   if (!ec && until) until = std::chrono::steady_clock::now() + cfg.timeout;
   if (!ec && (ec = prov.resolve_route(req.id, timeout_ms))) ARPMA_LOG_FAILURE("resolve route", ec);
-  if (!ec)
-    ec = await_step(ch, until, provider::cm_event_type::route_resolved,
-                    provider::cm_event_type::route_error, ENETUNREACH,
-                    "route resolution (ROUTE_ERROR)");
+  if (!ec) ec = await_step(ch, until, route_step);
   if (ec == std::errc::timed_out)
     ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", addr.c_str(),
               port.c_str(), static_cast<long long>(cfg.timeout.count()));
