@@ -141,7 +141,9 @@ class conn_req {
   /// Completion signature: `void(arpma::error_code, arpma::connection)`.
   /// Errors: std::errc::connection_refused (REJECTED), host_unreachable
   /// (UNREACHABLE), connection_aborted (CONNECT_ERROR), connection_reset
-  /// (DISCONNECTED before ESTABLISHED) — all `== errc::provider`;
+  /// (DISCONNECTED before ESTABLISHED; when accepting, also a client that
+  /// disconnects at once: rdma_cm may handle its DREQ before its RTU) — all
+  /// `== errc::provider`;
   /// errc::invalid_argument for an empty request or for no loop to run on
   /// (the request then released as on any failure); operation_aborted when
   /// cancelled (terminal or partial: the attempt is torn down).
