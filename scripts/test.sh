@@ -71,12 +71,12 @@ for preset in ${presets}; do
   cmake --preset "${preset}"
   banner "[${preset}] build (-j ${jobs})"
   cmake --build --preset "${preset}" -j "${jobs}"
-  banner "[${preset}] test"
-  ctest --preset "${preset}"
+  banner "[${preset}] test (-j ${jobs})"
+  ctest --preset "${preset}" -j "${jobs}"
   if [[ ${preset} == default ]]; then
     # The same connections, data path and example pairs over IPv6 (the soft provider on ::1).
     banner "[default] integration tests and examples over IPv6 (ARPMA_TEST_ADDR=::1)"
-    ARPMA_TEST_ADDR=::1 ctest --preset default -L 'integration|examples'
+    ARPMA_TEST_ADDR=::1 ctest --preset default -L 'integration|examples' -j "${jobs}"
     banner "[default] fio's librpma engines (Debian's fio source, unchanged) on arpma, soft provider"
     test/thirdparty/fio.sh build build/default
     ARPMA_PROVIDER=soft test/thirdparty/fio.sh run build/default

@@ -33,6 +33,8 @@ echo "in-guest: $RXE_VM_DEV at $RXE_VM_IP (GID index $RXE_VM_GID_INDEX), ARPMA_P
 # read-write); an outer ctest (label rxe) may be writing there right now.
 mkdir -p "$build/Testing" && mount -t tmpfs tmpfs "$build/Testing"
 
+# One test per guest CPU (2 on a 2-core host): the integration step takes 77 s instead of 145.
+jobs=$(nproc)
 failed=()
 step() {
   local name=$1 t0=$EPOCHREALTIME rc=0
@@ -45,10 +47,10 @@ step() {
 }
 
 examples=$build/examples/conn_req_new
-step "ctest -L integration" ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure
+step "ctest -L integration" ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure -j "$jobs"
 # The connection examples, server and client as two processes, every flavour (run-pair.sh
 # takes the address from ARPMA_TEST_ADDR).
-step "ctest -L examples" ctest --test-dir "$build" -L examples --no-tests=error --output-on-failure
+step "ctest -L examples" ctest --test-dir "$build" -L examples --no-tests=error --output-on-failure -j "$jobs"
 step "conn_req_new_c" "$examples/conn_req_new_c" "$RXE_VM_IP" 7204
 step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 100
 # IPv6 on rxe (issue 20, item 3): rxevm0 also has a ULA address, whose RoCEv2 GID rxe0 lists.
@@ -57,7 +59,7 @@ step "conn_req_new_example" "$examples/conn_req_new_example" "$RXE_VM_IP" 7204 1
 # (closing note, stop 30), and every one runs over IPv6 on the host's soft provider.
 if [[ -n ${RXE_VM_IP6:-} ]]; then
   step "integration tests over IPv6 ($RXE_VM_IP6)" env ARPMA_TEST_ADDR="$RXE_VM_IP6" \
-    ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure \
+    ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure -j "$jobs" \
     -R '^(conn_req_integration|datapath|datapath_capi|cq_integration|lifecycle_capi)\.'
   step "conn_req_new_c over IPv6" "$examples/conn_req_new_c" "$RXE_VM_IP6" 7204
 else
