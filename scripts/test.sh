@@ -13,7 +13,8 @@
 # inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core; last,
 # in the same guest, installs the Debian packages over Debian's librpma and
 # runs librpma programs and fio on them unchanged; then two guests joined by a
-# virtual link run every example pair (server in one, client in the other) and
+# virtual link run every example pair (server in one, client in the other), the C
+# examples with one side on Debian's librpma and the other on arpma (both ways), and
 # arpma-perf between them (test/vm/run-two-nodes.sh). A guest that cannot be
 # started fails the run (no skipping).
 #

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One side of the two-node suite (issue 20, item 1): every example pair of BUILD_DIR with its
-# server in node A and its client in node B, then arpma-perf between the nodes, on the verbs
-# provider (each node's rxe0). Run by test/vm/run-two-nodes.sh:
+# server in node A and its client in node B, the C examples with one side on Debian's librpma
+# and the other on arpma (both ways), then arpma-perf between the nodes, on the verbs provider
+# (each node's rxe0). Run by test/vm/run-two-nodes.sh:
 #
 #   test/vm/run-two-nodes.sh --server 'test/vm/two-nodes-suite.sh server build/default' \
 #                            --client 'test/vm/two-nodes-suite.sh client build/default'
@@ -30,16 +31,45 @@ pairs=(
 )
 failed=()
 port=7310
-for pair in "${pairs[@]}"; do
-  bin=$build/examples/${pair}_$side
-  t0=$EPOCHREALTIME
-  rc=0
-  timeout 60 "$bin" "$addr" "$port" >"/tmp/two-nodes.$side.out" 2>&1 </dev/null || rc=$?
-  sed "s|^|  ${pair##*/} $side: |" "/tmp/two-nodes.$side.out"
-  printf '%s %s: exit status %d (%.1f s)\n' "${pair##*/}" "$side" "$rc" \
+# run_one NAME COMMAND...: runs COMMAND <addr> <port> (60 s at most), prints its output and
+# status under NAME, and takes the next port.
+run_one() {
+  local name=$1 t0=$EPOCHREALTIME rc=0
+  shift
+  timeout 60 "$@" "$addr" "$port" >"/tmp/two-nodes.$side.out" 2>&1 </dev/null || rc=$?
+  sed "s|^|  $name $side: |" "/tmp/two-nodes.$side.out"
+  printf '%s %s: exit status %d (%.1f s)\n' "$name" "$side" "$rc" \
     "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
-  [[ $rc -eq 0 ]] || failed+=("${pair##*/}")
+  [[ $rc -eq 0 ]] || failed+=("$name")
   port=$((port + 1))
+}
+
+for pair in "${pairs[@]}"; do
+  run_one "${pair##*/}" "$build/examples/${pair}_$side"
+done
+
+# Interop on the wire: the C examples built on Debian's librpma (test/compat/CMakeLists.txt),
+# one side on arpma through its drop-in librpma.so.0, the other on Debian's librpma; then the
+# other way round.
+on_librpma=$build/test/compat/on-librpma
+dropin=$build/librpma-abi
+interop=(connection ping_pong write_flush atomic_log srq rcq)
+for arpma_side in server client; do
+  for example in "${interop[@]}"; do
+    bin=$on_librpma/${example}_$side
+    if [[ $side == "$arpma_side" ]]; then
+      # Fail, not pass vacuously, when the drop-in would not be the one loaded.
+      if ! LD_LIBRARY_PATH=$dropin ldd "$bin" | grep -q "$dropin/librpma.so.0"; then
+        failed+=("interop: $bin does not load $dropin/librpma.so.0")
+      fi
+      run_one "$example (arpma $side, librpma peer)" env LD_LIBRARY_PATH="$dropin" "$bin"
+    else
+      if ! ldd "$bin" | grep -q "librpma.so.0 => /lib"; then
+        failed+=("interop: $bin does not load Debian's librpma")
+      fi
+      run_one "$example (librpma $side, arpma peer)" "$bin"
+    fi
+  done
 done
 
 # arpma-perf between the nodes: 64 B write and send latency, write bandwidth at depth 16.
@@ -71,4 +101,5 @@ if [[ ${#failed[@]} -gt 0 ]]; then
   echo "two-nodes ($side): FAILED: ${failed[*]}"
   exit 1
 fi
-echo "two-nodes ($side): ${#pairs[@]} example programs and arpma-perf passed"
+echo "two-nodes ($side): ${#pairs[@]} example programs, $((2 * ${#interop[@]})) interop runs" \
+  "against Debian's librpma and arpma-perf passed"

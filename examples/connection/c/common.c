@@ -64,13 +64,12 @@ int next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg, int timeo
   int fd = -1;
   int ret = rpma_ep_get_fd(ep, &fd);
   if (ret) return ret;
-  if (set_nonblock(fd)) return RPMA_E_PROVIDER;
   const long long deadline = now_ms() + timeout_ms;
-  while ((ret = rpma_ep_next_conn_req(ep, cfg, req_ptr)) == RPMA_E_NO_EVENT) {
+  do {
     int w = wait_readable(fd, deadline);
     if (w == EXAMPLE_TIMED_OUT) return w;
     if (w) return RPMA_E_PROVIDER;
-  }
+  } while ((ret = rpma_ep_next_conn_req(ep, cfg, req_ptr)) == RPMA_E_NO_EVENT);
   return ret;
 }
 
@@ -78,13 +77,12 @@ int next_event(struct rpma_conn* conn, int timeout_ms, enum rpma_conn_event* eve
   int fd = -1;
   int ret = rpma_conn_get_event_fd(conn, &fd);
   if (ret) return ret;
-  if (set_nonblock(fd)) return RPMA_E_PROVIDER;
   const long long deadline = now_ms() + timeout_ms;
-  while ((ret = rpma_conn_next_event(conn, event)) == RPMA_E_NO_EVENT) {
+  do {
     int w = wait_readable(fd, deadline);
     if (w == EXAMPLE_TIMED_OUT) return w;
     if (w) return RPMA_E_PROVIDER;
-  }
+  } while ((ret = rpma_conn_next_event(conn, event)) == RPMA_E_NO_EVENT);
   return ret;
 }
 

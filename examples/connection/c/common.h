@@ -33,8 +33,8 @@ int quiet_limit_ms(void);
 /* Milliseconds on the monotonic clock. */
 long long now_ms(void);
 
-/* Sets O_NONBLOCK, so rpma_ep_next_conn_req / rpma_conn_next_event return
- * RPMA_E_NO_EVENT instead of blocking. 0, or -1 with errno set. */
+/* Sets O_NONBLOCK (the CQ's fd: rpma_cq_wait then returns RPMA_E_NO_COMPLETION
+ * instead of blocking). 0, or -1 with errno set. */
 int set_nonblock(int fd);
 
 /* Waits until fd is readable or the deadline (now_ms() scale) passes:
@@ -42,13 +42,15 @@ int set_nonblock(int fd);
 int wait_readable(int fd, long long deadline_ms);
 
 /* The next incoming request, waiting up to timeout_ms: the endpoint's fd
- * (rpma_ep_get_fd) is made non-blocking and polled between calls.
+ * (rpma_ep_get_fd) is polled, then the request read. The fd stays blocking:
+ * librpma reports an empty non-blocking channel as RPMA_E_PROVIDER (EAGAIN),
+ * not RPMA_E_NO_EVENT, and these programs run on librpma as well.
  * 0, EXAMPLE_TIMED_OUT or an RPMA_E_* value. */
 int next_conn_req(struct rpma_ep* ep, const struct rpma_conn_cfg* cfg, int timeout_ms,
                   struct rpma_conn_req** req_ptr);
 
 /* The next connection event, waiting up to timeout_ms: the connection's fd
- * (rpma_conn_get_event_fd) is made non-blocking and polled between calls.
+ * (rpma_conn_get_event_fd) is polled, then the event read (as next_conn_req).
  * 0, EXAMPLE_TIMED_OUT or an RPMA_E_* value. */
 int next_event(struct rpma_conn* conn, int timeout_ms, enum rpma_conn_event* event);
 
