@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -269,6 +270,29 @@ TEST_F(soft_datapath_test, flush_completes_after_the_writes_before_it_and_checks
   flush.level = prov::flush_level::mr;
   ASSERT_FALSE(soft.post_send(a.id, flush));
   expect_wc(a.cq, 201, wc_status::rem_access_err, wc_opcode::flush);
+}
+
+TEST_F(soft_datapath_test, a_persistent_flush_that_cannot_write_back_completes_with_an_error) {
+  connect();
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* mem = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  prov::mr* tmr = reg(b, mem, 2 * page);
+  prov::send_wr flush;
+  flush.wr_id = 300;
+  flush.opcode = wr_opcode::flush;
+  flush.remote_addr = addr_of(mem);
+  flush.flush_length = 2 * page;
+  flush.rkey = soft.mr_rkey(tmr);
+  flush.flush = prov::flush_type::persistent;
+  ASSERT_FALSE(soft.post_send(a.id, flush));
+  expect_wc(a.cq, 300, wc_status::success, wc_opcode::flush);
+  // Unmapped under its registration, msync fails (ENOMEM) as it would on an
+  // I/O error: the flush must not report the range persistent.
+  ASSERT_EQ(::munmap(mem, 2 * page), 0);
+  flush.wr_id = 301;
+  ASSERT_FALSE(soft.post_send(a.id, flush));
+  expect_wc(a.cq, 301, wc_status::rem_op_err, wc_opcode::flush);
 }
 
 // ---- queues and completions ------------------------------------------------------------

@@ -415,14 +415,16 @@ verdict execute_atomic_write(soft_qp& qp, std::span<const std::uint8_t> p) {
 }
 
 /// Writes back the pages of a persistent flush (file-backed memory reaches its
-/// file; anonymous memory has nothing to do).
-void persist(const std::uint8_t* start, std::size_t len) noexcept {
-  if (len == 0) return;
+/// file; anonymous memory has nothing to do). False when msync fails (an I/O
+/// error, memory unmapped under its registration): the flush must not then
+/// report the range persistent.
+bool persist(const std::uint8_t* start, std::size_t len) noexcept {
+  if (len == 0) return true;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto first = reinterpret_cast<std::uintptr_t>(start) & ~(page - 1);
   const auto end = reinterpret_cast<std::uintptr_t>(start) + len;
   // NOLINTNEXTLINE(performance-no-int-to-ptr): page-aligned start of a registered range
-  (void)::msync(reinterpret_cast<void*>(first), end - first, MS_SYNC);
+  return ::msync(reinterpret_cast<void*>(first), end - first, MS_SYNC) == 0;
 }
 
 verdict execute_flush(soft_qp& qp, std::span<const std::uint8_t> p) {
@@ -448,7 +450,8 @@ verdict execute_flush(soft_qp& qp, std::span<const std::uint8_t> p) {
     // Every earlier write was placed before this frame was read (one stream,
     // executed in order); the fence orders them before the acknowledgement.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (type == 1) persist(start, whole ? m->length : len);
+    if (type == 1 && !persist(start, whole ? m->length : len))
+      return refuse(qp, wc_status::rem_op_err);
   }
   acknowledge(qp);
   return verdict::done;
