@@ -18,23 +18,31 @@
 # arpma-perf between them (test/vm/run-two-nodes.sh). A guest that cannot be
 # started fails the run (no skipping).
 #
+# The persistence test across a power cut (test/vm/power-cut.sh) runs last in --rxe: node A's
+# QEMU killed once per provider (soft: msync flush; verbs: GPSPM).
+#
+# --nodes: the two-node part at full size (implies the guest steps of --rxe): the two-node
+# suite, then 10 power cuts per provider and a control run of each (writes never flushed).
+#
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
 # ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 rxe=0
+nodes=0
 fuzz=0
 for arg in "$@"; do
   case "${arg}" in
     --rxe) rxe=1 ;;
+    --nodes) rxe=1 nodes=1 ;;
     --fuzz) fuzz=1 ;;
     -h | --help)
-      echo "usage: scripts/test.sh [--rxe] [--fuzz]   (presets: ARPMA_TEST_PRESETS, default \"default asan tsan\")"
+      echo "usage: scripts/test.sh [--rxe] [--nodes] [--fuzz]   (presets: ARPMA_TEST_PRESETS, default \"default asan tsan\")"
       exit 0
       ;;
     *)
-      echo "scripts/test.sh: unknown argument '${arg}' (usage: scripts/test.sh [--rxe] [--fuzz])" >&2
+      echo "scripts/test.sh: unknown argument '${arg}' (usage: scripts/test.sh [--rxe] [--nodes] [--fuzz])" >&2
       exit 2
       ;;
   esac
@@ -112,6 +120,21 @@ if [[ ${rxe} -eq 1 ]]; then
   nodes_time=$((SECONDS - nodes_start))
   echo "[two nodes] time taken: ${nodes_time} s"
   rxe_verdict "${rc}" "test/vm/run-two-nodes.sh"
+  kills=1
+  [[ ${nodes} -eq 0 ]] || kills=10
+  banner "[power cut] node A's QEMU killed ${kills} times per provider; every flushed record survives"
+  cut_start=${SECONDS}
+  for provider in soft verbs; do
+    rc=0
+    test/vm/power-cut.sh --provider "${provider}" --kills "${kills}" build/default || rc=$?
+    rxe_verdict "${rc}" "test/vm/power-cut.sh --provider ${provider}"
+    if [[ ${nodes} -eq 1 ]]; then
+      test/vm/power-cut.sh --provider "${provider}" --kills 1 --control build/default || rc=$?
+      rxe_verdict "${rc}" "test/vm/power-cut.sh --provider ${provider} --control"
+    fi
+  done
+  cut_time=$((SECONDS - cut_start))
+  echo "[power cut] time taken: ${cut_time} s"
 fi
 
 if [[ ${fuzz} -eq 1 ]]; then
@@ -124,6 +147,7 @@ echo "all presets passed: ${passed[*]}"
 if [[ ${rxe} -eq 1 ]]; then
   echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
   echo "two Soft-RoCE guests on one link: passed in ${nodes_time} s"
+  echo "power cuts (${kills} per provider): no flushed record lost, ${cut_time} s"
 fi
 if [[ ${fuzz} -eq 1 ]]; then
   echo "fuzz: every harness passed (${ARPMA_FUZZ_SECONDS:-60} s each)"

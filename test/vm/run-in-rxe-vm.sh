@@ -4,7 +4,7 @@
 # machine whose kernel has no RDMA.
 #
 #   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--ip A] [--nic udp:LOCAL_PORT:PEER_PORT]
-#                            [--no-install] [-v] -- COMMAND [ARGS...]
+#                            [--disk IMAGE] [--pidfile FILE] [--no-install] [-v] -- COMMAND [ARGS...]
 #
 #   --timeout SECS  kill the guest after SECS seconds (default 600), exit 124
 #   --ip A          the guest's IPv4 address in 192.168.77.0/24 (default .1); its IPv6 one
@@ -13,6 +13,9 @@
 #                   QEMU datagrams between 127.0.0.1:LOCAL_PORT and 127.0.0.1:PEER_PORT
 #                   (test/vm/run-two-nodes.sh). UDP, not QEMU's TCP socket link: on that,
 #                   Nagle and delayed ACKs held back every second small frame for ~40 ms.
+#   --disk IMAGE    a raw image as the guest's virtio disk /dev/vda (written back to IMAGE as
+#                   the guest writes and flushes: what a guest killed at once leaves there)
+#   --pidfile FILE  write QEMU's process id to FILE once it runs (test/vm/power-cut.sh kills it)
 #   --no-install    never call apt-get for missing packages
 #   -v              stream the guest's console (kernel, init) to stderr
 #
@@ -36,13 +39,15 @@ REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/arpma-rxe-vm
 GUEST_IP=192.168.77.1
 NIC=
+DISK=
+PIDFILE=
 TIMEOUT=600
 INSTALL=1
 VERBOSE=0
 
 log() { printf '%s: %s\n' "$NAME" "$*" >&2; }
 die() { log "error: $*"; exit 125; }
-usage() { sed -n '2,31{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,35{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -50,6 +55,8 @@ while [[ $# -gt 0 ]]; do
     --no-install) INSTALL=0; shift ;;
     --ip) GUEST_IP=${2:-}; shift 2 || die "--ip needs a value" ;;
     --nic) NIC=${2:-}; shift 2 || die "--nic needs a value" ;;
+    --disk) DISK=${2:-}; shift 2 || die "--disk needs a value" ;;
+    --pidfile) PIDFILE=${2:-}; shift 2 || die "--pidfile needs a value" ;;
     -v | --verbose) VERBOSE=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -123,7 +130,7 @@ ensure_packages() {
 # Guest modules; modprobe adds their dependencies. crc32_generic: rdma_rxe
 # needs the "crc32" shash, which nothing would autoload. veth, sch_netem: the veth pair and `tc qdisc
 # ... netem delay` for bench/conn_rtt.sh (the host's kernel has no netem).
-MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console virtio_net)
+MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console virtio_net virtio_blk)
 MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs veth sch_netem)
 
 # Fills $CACHE/kernel once: modules/*.ko, modules.builtin, kver, and the
@@ -328,6 +335,12 @@ if [[ -n $NIC ]]; then
   NET_ARGS=(-netdev "dgram,id=link,local.type=inet,local.host=127.0.0.1,local.port=${ports%%:*},remote.type=inet,remote.host=127.0.0.1,remote.port=${ports#*:}"
     -device "virtio-net-pci,netdev=link,mac=52:54:00:77:00:$(printf %02x "${GUEST_IP##*.}")")
 fi
+DISK_ARGS=()
+if [[ -n $DISK ]]; then
+  [[ -f $DISK ]] || die "--disk $DISK: no such file"
+  drive="file=${DISK//,/,,},if=none,id=disk,format=raw,cache=writeback"
+  DISK_ARGS=(-drive "$drive" -device "virtio-blk-pci,drive=disk")
+fi
 {
   (unset -v PWD OLDPWD SHLVL RXE_VM_IP RXE_VM_IP6 RXE_VM_DEV RXE_VM_GID_INDEX; export -p)
   printf 'cd -- %q || exit 125\n' "$PWD"
@@ -363,9 +376,10 @@ qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot \
   -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl \
   -fsdev "local,id=repo,path=${REPO//,/,,},security_model=none,multidevs=remap" \
   -device virtio-9p-pci,fsdev=repo,mount_tag=repo \
-  "${NET_ARGS[@]}" \
+  "${NET_ARGS[@]}" "${DISK_ARGS[@]}" \
   </dev/null >"$RUN/qemu.log" 2>&1 &
 QEMU_PID=$!
+[[ -z $PIDFILE ]] || echo "$QEMU_PID" >"$PIDFILE"
 if [[ $VERBOSE -eq 1 ]]; then
   tail -n +1 -s 0.2 --pid="$QEMU_PID" -f "$RUN/console" >&2 &
   READERS+=($!)

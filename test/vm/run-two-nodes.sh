@@ -2,8 +2,10 @@
 # Two Soft-RoCE guests joined by a virtual link: a server command in node A, a client command
 # in node B, each on its own kernel, rxe0 and clock (issue 20, item 1).
 #
-#   test/vm/run-two-nodes.sh [--timeout SECS] --server 'COMMAND' --client 'COMMAND'
+#   test/vm/run-two-nodes.sh [--timeout SECS] [--disk IMAGE] [--pidfile FILE]
+#                            --server 'COMMAND' --client 'COMMAND'
 #
+# --disk and --pidfile go to node A's test/vm/run-in-rxe-vm.sh (its /dev/vda; its QEMU's pid).
 # Node A is 192.168.77.1 (fd61:7270:6d61::1), node B 192.168.77.2; each has a virtio NIC
 # (eth0) carrying its rxe0, and the two NICs are joined by QEMU datagrams between two free UDP
 # ports of 127.0.0.1 (test/vm/run-in-rxe-vm.sh --nic): nothing else is on that link, no host
@@ -21,12 +23,14 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 timeout=600
 server=
 client=
-usage() { sed -n '2,17{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+node_a=()
+usage() { sed -n '2,20{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --timeout) timeout=${2:-}; shift 2 || { usage >&2; exit 125; } ;;
     --server) server=${2:-}; shift 2 || { usage >&2; exit 125; } ;;
     --client) client=${2:-}; shift 2 || { usage >&2; exit 125; } ;;
+    --disk | --pidfile) [[ $# -ge 2 ]] || { usage >&2; exit 125; }; node_a+=("$1" "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run-two-nodes: unknown argument '$1'" >&2; usage >&2; exit 125 ;;
   esac
@@ -51,7 +55,7 @@ stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap stop EXIT
 
 t0=$SECONDS
-"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_SERVER_IP" \
+"$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_SERVER_IP" "${node_a[@]}" \
   --nic "udp:${ports[0]}:${ports[1]}" -- bash -c "$server" > >(sed -u 's/^/[A] /') 2>&1 &
 pids+=($!)
 "$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_CLIENT_IP" \
