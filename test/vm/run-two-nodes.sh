@@ -10,7 +10,8 @@
 # (eth0) carrying its rxe0, and the two NICs are joined by QEMU datagrams between two free UDP
 # ports of 127.0.0.1 (test/vm/run-in-rxe-vm.sh --nic): nothing else is on that link, no host
 # network is involved. Both COMMANDs run under `bash -c` in the repository's directory, with
-# NODE_SERVER_IP and NODE_CLIENT_IP set (and RXE_VM_* of their own node, as in
+# NODE_SERVER_IP, NODE_CLIENT_IP and their IPv6 twins NODE_SERVER_IP6, NODE_CLIENT_IP6 set
+# (and RXE_VM_* of their own node, as in
 # run-in-rxe-vm.sh). The client's COMMAND must wait for the server itself (e.g. retry its
 # connect): the guests boot at their own pace.
 #
@@ -49,6 +50,7 @@ done
 [[ ${#ports[@]} -eq 2 ]] || { echo "run-two-nodes: no free ports for the link" >&2; exit 125; }
 
 export NODE_SERVER_IP=192.168.77.1 NODE_CLIENT_IP=192.168.77.2
+export NODE_SERVER_IP6=fd61:7270:6d61::1 NODE_CLIENT_IP6=fd61:7270:6d61::2
 pids=()
 # shellcheck disable=SC2317  # invoked by the trap
 stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }

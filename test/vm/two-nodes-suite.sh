@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One side of the two-node suite (issue 20, item 1): every example pair of BUILD_DIR with its
-# server in node A and its client in node B, the C examples with one side on Debian's librpma
-# and the other on arpma (both ways), then arpma-perf between the nodes, on the verbs provider
-# (each node's rxe0). Run by test/vm/run-two-nodes.sh:
+# server in node A and its client in node B, five of them again over IPv6, the C examples with
+# one side on Debian's librpma and the other on arpma (both ways), then arpma-perf between the
+# nodes, on the verbs provider (each node's rxe0). Run by test/vm/run-two-nodes.sh:
 #
 #   test/vm/run-two-nodes.sh --server 'test/vm/two-nodes-suite.sh server build/default' \
 #                            --client 'test/vm/two-nodes-suite.sh client build/default'
@@ -31,12 +31,12 @@ pairs=(
 )
 failed=()
 port=7310
-# run_one NAME COMMAND...: runs COMMAND <addr> <port> (60 s at most), prints its output and
-# status under NAME, and takes the next port.
+# run_one NAME COMMAND...: runs COMMAND <addr> <port> (60 s at most; the address: $to, else
+# $addr), prints its output and status under NAME, and takes the next port.
 run_one() {
   local name=$1 t0=$EPOCHREALTIME rc=0
   shift
-  timeout 60 "$@" "$addr" "$port" >"/tmp/two-nodes.$side.out" 2>&1 </dev/null || rc=$?
+  timeout 60 "$@" "${to:-$addr}" "$port" >"/tmp/two-nodes.$side.out" 2>&1 </dev/null || rc=$?
   sed "s|^|  $name $side: |" "/tmp/two-nodes.$side.out"
   printf '%s %s: exit status %d (%.1f s)\n' "$name" "$side" "$rc" \
     "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
@@ -47,6 +47,16 @@ run_one() {
 for pair in "${pairs[@]}"; do
   run_one "${pair##*/}" "$build/examples/${pair}_$side"
 done
+
+# IPv6 across the link (issue 20, item 3): the ULA addresses' RoCEv2 GIDs, one pair per
+# flavour and kind of operation.
+to=${NODE_SERVER_IP6:?"run me through test/vm/run-two-nodes.sh"}
+ipv6=(connection/connection_c datapath/ping_pong_coroutine datapath/write_flush_c
+  datapath/read_callback datapath/atomic_log_coroutine)
+for pair in "${ipv6[@]}"; do
+  run_one "${pair##*/} over IPv6" "$build/examples/${pair}_$side"
+done
+to=
 
 # Interop on the wire: the C examples built on Debian's librpma (test/compat/CMakeLists.txt),
 # one side on arpma through its drop-in librpma.so.0, the other on Debian's librpma; then the
@@ -101,5 +111,5 @@ if [[ ${#failed[@]} -gt 0 ]]; then
   echo "two-nodes ($side): FAILED: ${failed[*]}"
   exit 1
 fi
-echo "two-nodes ($side): ${#pairs[@]} example programs, $((2 * ${#interop[@]})) interop runs" \
-  "against Debian's librpma and arpma-perf passed"
+echo "two-nodes ($side): ${#pairs[@]} example programs, ${#ipv6[@]} over IPv6," \
+  "$((2 * ${#interop[@]})) interop runs against Debian's librpma and arpma-perf passed"
