@@ -414,10 +414,7 @@ verdict execute_atomic_write(soft_qp& qp, std::span<const std::uint8_t> p) {
   return verdict::done;
 }
 
-/// Writes back the pages of a persistent flush (file-backed memory reaches its
-/// file; anonymous memory has nothing to do). False when msync fails (an I/O
-/// error, memory unmapped under its registration): the flush must not then
-/// report the range persistent.
+/// A persistent flush's write-back; false (the flush then fails) when msync does.
 bool persist(const std::uint8_t* start, std::size_t len) noexcept {
   if (len == 0) return true;
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
