@@ -84,12 +84,24 @@ for file in "${public[@]}"; do
   fi
 done
 
+# Every gtest file keeps its names in a namespace named after it: the sanitizer presets compile
+# several of them as one translation unit (ARPMA_TEST_UNITY, test/CMakeLists.txt).
+mapfile -t gtest_files < <(git ls-files --cached --others --exclude-standard -- \
+  'test/unit/*_test.cpp' 'test/capi/*_test.cpp' 'test/integration/*_test.cpp' \
+  'test/security/*_test.cpp')
+for file in "${gtest_files[@]}"; do
+  name="$(basename "${file}" .cpp)"
+  if ! grep -q "^namespace ${name} {\$" "${file}"; then
+    violation "${file}" 1 "no 'namespace ${name} {' around its tests (unity builds)"
+  fi
+done
+
 echo "include graph between layers (number of #include lines):"
 for edge in "${!edges[@]}"; do
   printf '  %-24s %4d\n' "${edge}" "${edges[${edge}]}"
 done | sort
 if ((violations)); then
-  echo "layers: ${violations} include(s) against the layers" >&2
+  echo "layers: ${violations} violation(s) of the rules above" >&2
   exit 1
 fi
 echo "layers: clean (${#sources[@]} files of src/, ${#public[@]} public headers)"

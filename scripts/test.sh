@@ -21,8 +21,9 @@
 # The persistence test across a power cut (test/vm/power-cut.sh) runs last in --rxe: node A's
 # QEMU killed once per provider (soft: msync flush; verbs: GPSPM).
 #
-# --nodes: the two-node part at full size (implies the guest steps of --rxe): the two-node
-# suite, then 10 power cuts per provider and a control run of each (writes never flushed).
+# --nodes: the two-node part at full size (implies the guest steps of --rxe): the guest's
+# baselines too (fio on Debian's librpma: in-guest.sh --full), the two-node suite, then 10 power
+# cuts per provider and a control run of each (writes never flushed).
 #
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
 # ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
@@ -106,8 +107,10 @@ if [[ ${rxe} -eq 1 ]]; then
   banner "[rxe] integration tests, examples, compat, fio, then the Debian packages installed (Soft-RoCE guest)"
   rxe_start=${SECONDS}
   rc=0
-  test/vm/run-in-rxe-vm.sh --timeout 900 -- test/vm/in-guest.sh build/default \
-    --packages build/package/deb || rc=$?
+  guest_args=(--packages build/package/deb)
+  [[ ${nodes} -eq 0 ]] || guest_args+=(--full)
+  test/vm/run-in-rxe-vm.sh --timeout 900 -- test/vm/in-guest.sh build/default "${guest_args[@]}" ||
+    rc=$?
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
   rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh"

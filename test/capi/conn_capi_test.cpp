@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace conn_capi_test {
+
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
 using ::testing::ElementsAre;
@@ -505,3 +507,5 @@ TEST(peer_cfg_capi, descriptor_argument_checks) {
 }
 
 }  // namespace
+
+}  // namespace conn_capi_test

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+namespace conn_cfg_capi_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -273,3 +275,5 @@ TEST_F(ConnCfg, ConcurrentSettersAndGetters) {
 }
 
 }  // namespace
+
+}  // namespace conn_cfg_capi_test

@@ -10,6 +10,8 @@
 
 #include <string>
 
+namespace conn_req_capi_test {
+
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
 
@@ -162,3 +164,5 @@ TEST_F(conn_req_capi, device_lookup_failure_is_a_provider_error) {
 }
 
 }  // namespace
+
+}  // namespace conn_req_capi_test

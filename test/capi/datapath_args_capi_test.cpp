@@ -9,6 +9,7 @@
 #include <librpma.h>
 
 #include "support/address_space.hpp"
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -31,21 +32,13 @@
 #include <thread>
 #include <vector>
 
+namespace datapath_args_capi_test {
+
+using arpma::test::free_port;
+using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-std::string free_port(const std::string& addr) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(
-      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(addr), 0));
-  return std::to_string(probe.local_endpoint().port());
-}
 
 constexpr std::size_t region = 4096;
 constexpr int wait_ms = 10000;  // the longest any single wait may take
@@ -905,3 +898,5 @@ TEST_F(datapath_args, mr_argument_errors_leave_out_parameters_untouched) {
 }
 
 }  // namespace
+
+}  // namespace datapath_args_capi_test

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace ep_capi_test {
+
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
 using ::testing::ElementsAre;
@@ -325,3 +327,5 @@ TEST_F(ep_capi, a_failed_shutdown_still_frees_the_endpoint) {
 }
 
 }  // namespace
+
+}  // namespace ep_capi_test

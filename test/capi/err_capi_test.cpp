@@ -6,6 +6,8 @@
 #include <climits>
 #include <utility>
 
+namespace err_capi_test {
+
 namespace {
 
 TEST(Err2Str, EveryCode) {
@@ -60,3 +62,5 @@ TEST(ConnEvent2Str, UnknownEvents) {
 }
 
 }  // namespace
+
+}  // namespace err_capi_test

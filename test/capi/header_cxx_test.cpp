@@ -9,6 +9,8 @@
 
 #include <type_traits>
 
+namespace header_cxx_test {
+
 namespace {
 
 using arpma::errc;
@@ -65,3 +67,5 @@ TEST(HeaderCxx, ConstantsMatchAtRunTime) {
 }
 
 }  // namespace
+
+}  // namespace header_cxx_test

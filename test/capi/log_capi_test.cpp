@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+namespace log_capi_test {
+
 namespace {
 
 struct captured {
@@ -240,3 +242,5 @@ TEST_F(LogCapi, CxxSinkAndCFunctionReplaceEachOther) {
 }
 
 }  // namespace
+
+}  // namespace log_capi_test

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace srq_capi_test {
+
 using arpma::test::fake_provider;
 using ::testing::ElementsAre;
 
@@ -194,3 +196,5 @@ TEST_F(srq_capi, recv_posts_on_the_srq) {
 }
 
 }  // namespace
+
+}  // namespace srq_capi_test

@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+namespace completion_channel_integration_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -254,3 +256,5 @@ TEST_F(completion_channel_cxx, the_channel_outlives_its_handle_and_goes_with_its
 }
 
 }  // namespace
+
+}  // namespace completion_channel_integration_test

@@ -6,6 +6,7 @@
 #include "arpma/conn_req.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,12 +21,10 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace conn_req_integration_test {
 
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
+using arpma::test::test_addr;
+namespace {
 
 class conn_req_integration : public ::testing::Test {
  protected:
@@ -106,3 +105,5 @@ TEST_F(conn_req_integration, cancelled_requests_leave_nothing_behind) {
 }
 
 }  // namespace
+
+}  // namespace conn_req_integration_test

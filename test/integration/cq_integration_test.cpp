@@ -9,6 +9,7 @@
 #include "arpma/peer.hpp"
 #include "core/conn_state.hpp"
 #include "support/connected_pair.hpp"
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -24,15 +25,13 @@
 #include <string>
 #include <vector>
 
+namespace cq_integration_test {
+
+using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 class cq_integration : public ::testing::Test {
  protected:
@@ -277,3 +276,5 @@ TEST_F(cq_integration, a_wait_pending_when_the_io_context_goes_leaves_the_fd_to_
 }
 
 }  // namespace
+
+}  // namespace cq_integration_test

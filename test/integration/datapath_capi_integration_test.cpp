@@ -4,6 +4,7 @@
 // messages, and completions come through rpma_cq_wait / rpma_cq_get_wc or
 // rpma_conn_wait.
 #include <librpma.h>
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -17,21 +18,13 @@
 #include <thread>
 #include <vector>
 
+namespace datapath_capi_integration_test {
+
+using arpma::test::free_port;
+using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-std::string free_port(const std::string& addr) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(
-      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(addr), 0));
-  return std::to_string(probe.local_endpoint().port());
-}
 
 constexpr std::size_t region = 4096;
 
@@ -288,3 +281,5 @@ TEST_F(datapath_capi, a_forged_rkey_is_a_remote_access_error) {
 }
 
 }  // namespace
+
+}  // namespace datapath_capi_integration_test

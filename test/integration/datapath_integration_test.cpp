@@ -8,6 +8,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -27,15 +28,13 @@
 #include <string>
 #include <vector>
 
+namespace datapath_integration_test {
+
+using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 void rethrow(const std::exception_ptr& e) {
   if (e) std::rethrow_exception(e);
@@ -407,3 +406,5 @@ TEST_F(datapath, closing_a_connection_ends_what_is_in_flight) {
 }
 
 }  // namespace
+
+}  // namespace datapath_integration_test

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+namespace executor_integration_test {
+
 namespace asio = boost::asio;
 
 namespace {
@@ -279,3 +281,5 @@ TEST_F(executor_integration, a_strand_per_connection_serializes_its_whole_life) 
 }
 
 }  // namespace
+
+}  // namespace executor_integration_test

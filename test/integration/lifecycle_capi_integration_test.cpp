@@ -2,6 +2,7 @@
 // two threads, and non-blocking fds multiplexed with epoll on one thread
 // (librpma's example 06). Provider: whatever the environment chooses.
 #include <librpma.h>
+#include "support/test_addr.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,14 +20,13 @@
 #include <string>
 #include <thread>
 
+namespace lifecycle_capi_integration_test {
+
+using arpma::test::free_port;
+using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 // Kills the test binary if a blocking call never returns: every test is bounded.
 class watchdog {
@@ -56,13 +56,6 @@ class watchdog {
 
 // A port free for TCP on `addr` (which is what the soft provider listens
 // with; rdma_cm's port space on a real device is separate, so it is free there too).
-std::string free_port(const std::string& addr) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(
-      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(addr), 0));
-  return std::to_string(probe.local_endpoint().port());
-}
-
 void set_nonblocking(int fd) { ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0); }
 
 class lifecycle_capi : public ::testing::Test {
@@ -283,3 +276,5 @@ TEST_F(lifecycle_capi, shutting_down_an_endpoint_refuses_the_requests_it_did_not
 }
 
 }  // namespace
+
+}  // namespace lifecycle_capi_integration_test

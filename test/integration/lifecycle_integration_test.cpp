@@ -7,6 +7,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -29,15 +30,13 @@
 #include <thread>
 #include <vector>
 
+namespace lifecycle_integration_test {
+
+using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 std::vector<std::uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
@@ -454,3 +453,5 @@ TEST_F(lifecycle, a_thousand_connect_disconnect_cycles_leave_fds_and_rss_flat) {
 }
 
 }  // namespace
+
+}  // namespace lifecycle_integration_test

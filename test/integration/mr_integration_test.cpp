@@ -5,6 +5,7 @@
 #include "arpma/conn_req.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 
 #include <librpma.h>
 
@@ -15,12 +16,10 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace mr_integration_test {
 
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
+using arpma::test::test_addr;
+namespace {
 
 class mr_integration : public ::testing::Test {
  protected:
@@ -160,3 +159,5 @@ TEST_F(mr_integration, conn_req_recv_posts_until_the_receive_queue_is_full) {
 }
 
 }  // namespace
+
+}  // namespace mr_integration_test

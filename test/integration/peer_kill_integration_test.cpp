@@ -17,6 +17,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
 #include <fcntl.h>
@@ -48,6 +49,9 @@
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
+namespace peer_kill_integration_test {
+
+using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -71,11 +75,6 @@ const char* name(phase p) {
   return names.at(static_cast<std::size_t>(p));
 }
 enum class role : int { client, server };  // what the killed child plays
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 std::vector<std::uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
 
@@ -1074,3 +1073,5 @@ INSTANTIATE_TEST_SUITE_P(every_phase, peer_kill, ::testing::ValuesIn(phases),
                          [](const auto& p) { return std::string(name(p.param)); });
 
 }  // namespace
+
+}  // namespace peer_kill_integration_test

@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+namespace pending_ops_integration_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -247,3 +249,5 @@ INSTANTIATE_TEST_SUITE_P(all, pending_ops, ::testing::ValuesIn(cases()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
+
+}  // namespace pending_ops_integration_test

@@ -4,6 +4,7 @@
 // where it checks the ibv_* wrappers against real rdma-core. Same test, same
 // expectations: that is the point of the soft provider.
 #include "provider/provider.hpp"
+#include "support/test_addr.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -19,15 +20,13 @@
 #include <thread>
 #include <vector>
 
+namespace provider_datapath_integration_test {
+
+using arpma::test::test_addr;
 namespace {
 
 namespace prov = arpma::provider;
 using namespace std::chrono_literals;
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* ch) {
   const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -236,3 +235,5 @@ TEST_F(provider_datapath_integration, a_forged_rkey_is_a_remote_access_error) {
 }
 
 }  // namespace
+
+}  // namespace provider_datapath_integration_test

@@ -3,6 +3,7 @@
 // message, and both land in SRQ receives whose completions come on the SRQ's
 // own receive CQ with the qp_num of the connection that received.
 #include <librpma.h>
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -22,21 +23,13 @@
 #include <thread>
 #include <vector>
 
+namespace srq_capi_integration_test {
+
+using arpma::test::free_port;
+using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-std::string free_port(const std::string& addr) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(
-      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(addr), 0));
-  return std::to_string(probe.local_endpoint().port());
-}
 
 constexpr std::size_t region = 4096;
 
@@ -377,3 +370,5 @@ TEST_F(srq_capi, argument_errors) {
 }
 
 }  // namespace
+
+}  // namespace srq_capi_integration_test

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+namespace srq_integration_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -246,3 +248,5 @@ TEST_F(srq_cxx, async_recv_needs_an_executor_an_rcq_and_a_slice_of_a_region) {
 }
 
 }  // namespace
+
+}  // namespace srq_integration_test

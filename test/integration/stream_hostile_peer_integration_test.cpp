@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+namespace stream_hostile_peer_integration_test {
+
 namespace asio = boost::asio;
 
 namespace {
@@ -144,3 +146,5 @@ TEST_F(stream_hostile_peer, returning_more_credit_than_was_taken_resets_the_stre
 }
 
 }  // namespace
+
+}  // namespace stream_hostile_peer_integration_test

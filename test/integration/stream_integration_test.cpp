@@ -30,6 +30,8 @@
 #include <string_view>
 #include <vector>
 
+namespace stream_integration_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -471,3 +473,5 @@ TEST_F(stream_integration, sides_of_different_shapes_respect_each_other) {
 }
 
 }  // namespace
+
+}  // namespace stream_integration_test

@@ -27,6 +27,8 @@
 
 extern char** environ;
 
+namespace stream_peer_kill_integration_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -198,3 +200,5 @@ TEST_F(stream_peer_kill, a_writer_blocked_on_a_dead_reader_gets_a_reset) {
 }
 
 }  // namespace
+
+}  // namespace stream_peer_kill_integration_test

@@ -5,6 +5,7 @@
 // rpma_cq_get_wc, the only waiter of its CQ) while two others post. Run
 // under the tsan preset, these are the C API's race checks.
 #include <librpma.h>
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -21,21 +22,13 @@
 #include <thread>
 #include <vector>
 
+namespace threads_capi_integration_test {
+
+using arpma::test::free_port;
+using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
-
-std::string free_port(const std::string& addr) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor probe(
-      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address(addr), 0));
-  return std::to_string(probe.local_endpoint().port());
-}
 
 constexpr std::size_t slice = 4096;  // each client's part of the server's region
 
@@ -257,3 +250,5 @@ TEST_F(threads_capi, a_waiter_thread_while_two_threads_post) {
 }
 
 }  // namespace
+
+}  // namespace threads_capi_integration_test

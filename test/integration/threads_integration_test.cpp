@@ -11,6 +11,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_executor.hpp>
@@ -31,15 +32,13 @@
 #include <thread>
 #include <vector>
 
+namespace threads_integration_test {
+
+using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 constexpr std::size_t region = 1 << 16;
 constexpr int threads = 4;
@@ -183,3 +182,5 @@ TEST(threads, several_threads_run_one_io_context_with_arpma_on_a_strand) {
 }
 
 }  // namespace
+
+}  // namespace threads_integration_test

@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+namespace capi_hostile_peer_test {
+
 namespace {
 
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
@@ -209,3 +211,5 @@ TEST(capi_hostile_peer, a_librpma_server_survives_every_attack_and_serves_the_ri
 }
 
 }  // namespace
+
+}  // namespace capi_hostile_peer_test

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace soft_hostile_peer_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -697,3 +699,5 @@ TEST_F(soft_hostile_server, a_server_that_stops_reading_holds_the_client_to_its_
 }
 
 }  // namespace
+
+}  // namespace soft_hostile_peer_test

@@ -8,6 +8,7 @@
 #include "arpma/connection.hpp"
 #include "arpma/endpoint.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -22,12 +23,6 @@
 #include <system_error>
 
 namespace arpma::test {
-
-/// ARPMA_TEST_ADDR (the guest's rxe address) or loopback.
-inline std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 struct connected_pair {
   arpma::connection server;

@@ -7,6 +7,7 @@
 
 #include "arpma/endpoint.hpp"
 #include "arpma/peer.hpp"
+#include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -18,11 +19,6 @@
 #include <string>
 
 namespace arpma::test {
-
-inline std::string test_addr() {
-  const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
-  return env != nullptr && *env != '\0' ? env : "127.0.0.1";
-}
 
 // A small window, so that the tests cross slot and credit boundaries often.
 inline arpma::stream_cfg small_cfg() {

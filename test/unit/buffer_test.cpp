@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace buffer_test {
+
 namespace {
 
 // Values to pass by copy, as Asio's buffers are.
@@ -151,3 +153,5 @@ TEST_F(buffer_test, a_remote_region_never_decoded_has_no_slices) {
 }
 
 }  // namespace
+
+}  // namespace buffer_test

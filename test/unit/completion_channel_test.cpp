@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace completion_channel_test {
+
 namespace asio = boost::asio;
 using arpma::test::fake_provider;
 using ::testing::ElementsAre;
@@ -211,3 +213,5 @@ TEST_F(completion_channel_test, a_cfg_points_at_it_and_a_holder_keeps_it) {
 }
 
 }  // namespace
+
+}  // namespace completion_channel_test

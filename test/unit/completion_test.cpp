@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
+namespace completion_test {
+
 namespace {
 
 TEST(completion, opcodes_are_ibv_wc_opcode_values) {
@@ -24,3 +26,5 @@ TEST(completion, a_default_completion_is_an_empty_send_without_immediate_data) {
 }
 
 }  // namespace
+
+}  // namespace completion_test

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <type_traits>
 
+namespace conn_cfg_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -64,3 +66,5 @@ TEST(ConnCfg, DesignatedInitialisation) {
 }
 
 }  // namespace
+
+}  // namespace conn_cfg_test

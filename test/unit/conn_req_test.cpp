@@ -32,6 +32,8 @@
 #include <tuple>
 #include <vector>
 
+namespace conn_req_test {
+
 namespace asio = boost::asio;
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
@@ -598,3 +600,5 @@ TEST_F(conn_req_new_test, a_thousand_requests_share_one_event_fd) {
 }
 
 }  // namespace
+
+}  // namespace conn_req_test

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+namespace connection_test {
+
 namespace asio = boost::asio;
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
@@ -624,3 +626,5 @@ TEST_F(connection_test, the_server_side_disconnects_either_way) {
 }
 
 }  // namespace
+
+}  // namespace connection_test

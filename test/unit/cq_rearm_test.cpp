@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+namespace cq_rearm_test {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -148,3 +150,5 @@ TEST_F(cq_rearm, a_cq_that_cannot_be_rearmed_fails_what_waits_on_it_instead_of_h
 }
 
 }  // namespace
+
+}  // namespace cq_rearm_test

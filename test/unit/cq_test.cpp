@@ -17,6 +17,8 @@
 #include <array>
 #include <optional>
 
+namespace cq_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -78,3 +80,5 @@ TEST(cq_test, an_async_operations_completion_hides_arpmas_own_wr_id) {
 }
 
 }  // namespace
+
+}  // namespace cq_test

@@ -25,6 +25,8 @@
 #include <optional>
 #include <vector>
 
+namespace datapath_fake_test {
+
 namespace asio = boost::asio;
 namespace prov = arpma::provider;
 using arpma::test::fake_provider;
@@ -229,3 +231,5 @@ TEST_F(datapath_fake, a_destroyed_io_context_destroys_the_handlers_in_flight_unc
 }
 
 }  // namespace
+
+}  // namespace datapath_fake_test

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+namespace endpoint_test {
+
 namespace asio = boost::asio;
 using arpma::test::fake_provider;
 using event = arpma::provider::cm_event_type;
@@ -564,3 +566,5 @@ TEST_F(endpoint_test, destroying_the_io_context_while_accepting_releases_the_req
 }
 
 }  // namespace
+
+}  // namespace endpoint_test

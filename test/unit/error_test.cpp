@@ -15,6 +15,8 @@
 #include <system_error>
 #include <utility>
 
+namespace error_test {
+
 namespace {
 
 using arpma::errc;
@@ -171,3 +173,5 @@ TEST(ToRpmaError, CancellationIsUnknown) {
 }
 
 }  // namespace
+
+}  // namespace error_test

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <optional>
 
+namespace fd_ready_test {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -82,3 +84,5 @@ TEST_F(fd_ready_test, an_fd_still_readable_after_a_wait_completes_wakes_the_next
 }
 
 }  // namespace
+
+}  // namespace fd_ready_test

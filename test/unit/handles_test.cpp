@@ -13,6 +13,8 @@
 #include <memory>
 #include <type_traits>
 
+namespace handles_test {
+
 namespace {
 
 template <class T>
@@ -45,3 +47,5 @@ static_assert(std::is_nothrow_default_constructible_v<arpma::connection> &&
               std::is_nothrow_default_constructible_v<arpma::cq>);
 
 }  // namespace
+
+}  // namespace handles_test

@@ -13,6 +13,8 @@
 #include <system_error>
 #include <vector>
 
+namespace log_test {
+
 namespace {
 
 using arpma::log_level;
@@ -186,3 +188,5 @@ TEST_F(Log, EmptySinkRestoresTheDefault) {
 }
 
 }  // namespace
+
+}  // namespace log_test

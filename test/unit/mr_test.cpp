@@ -16,6 +16,8 @@
 #include <optional>
 #include <vector>
 
+namespace mr_test {
+
 using arpma::test::fake_provider;
 using ::testing::ElementsAre;
 
@@ -132,3 +134,5 @@ TEST_F(mr_test, advise_reports_the_providers_errno) {
 }
 
 }  // namespace
+
+}  // namespace mr_test

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+namespace page_buffer_test {
+
 namespace {
 
 using arpma::detail::page_buffer;
@@ -97,3 +99,5 @@ TEST(page_buffer, a_refused_mapping_throws_bad_alloc_and_leaves_the_buffer_as_it
 }
 
 }  // namespace
+
+}  // namespace page_buffer_test

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace peer_test {
+
 using arpma::test::fake_provider;
 
 namespace {
@@ -114,3 +116,5 @@ TEST_F(peer_test, a_moved_from_peer_is_empty_and_closes_to_nothing) {
 }
 
 }  // namespace
+
+}  // namespace peer_test

@@ -10,6 +10,8 @@
 #include <string>
 #include <system_error>
 
+namespace result_test {
+
 namespace {
 
 arpma::result<int> parse(const std::string& s) {
@@ -37,3 +39,5 @@ TEST(result_test, value_on_an_error_throws_a_system_error_with_its_code) {
 }
 
 }  // namespace
+
+}  // namespace result_test

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <vector>
 
+namespace ring_test {
+
 namespace {
 
 using arpma::provider::ring;
@@ -36,3 +38,5 @@ TEST(ring, keeps_order_across_wrap_around_and_growth) {
 }
 
 }  // namespace
+
+}  // namespace ring_test

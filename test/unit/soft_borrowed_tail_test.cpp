@@ -17,6 +17,8 @@
 #include <cstring>
 #include <vector>
 
+namespace soft_borrowed_tail_test {
+
 namespace {
 
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
@@ -168,3 +170,5 @@ TEST_F(soft_borrowed_tail_pair, large_writes_both_ways_at_once_land_whole) {
 }
 
 }  // namespace
+
+}  // namespace soft_borrowed_tail_test

@@ -36,6 +36,8 @@ extern char** environ;  // NOLINT: POSIX
 #include <thread>
 #include <vector>
 
+namespace soft_cm_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -1148,3 +1150,5 @@ TEST_F(soft_cm_test, a_peer_killed_after_established_gives_disconnected) {
 }
 
 }  // namespace
+
+}  // namespace soft_cm_test

@@ -38,6 +38,8 @@ extern char** environ;  // NOLINT: POSIX
 #include <thread>
 #include <vector>
 
+namespace soft_datapath_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -952,3 +954,5 @@ TEST_F(soft_datapath_processes, a_peer_killed_mid_transfer_flushes_and_disconnec
 }
 
 }  // namespace
+
+}  // namespace soft_datapath_test

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace soft_large_write_test {
+
 namespace {
 
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
@@ -138,3 +140,5 @@ TEST_F(soft_large_write_pair, a_1_mib_write_lands_whole_round_after_round) {
 }
 
 }  // namespace
+
+}  // namespace soft_large_write_test

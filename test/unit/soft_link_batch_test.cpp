@@ -19,6 +19,8 @@
 #include <cstring>
 #include <vector>
 
+namespace soft_link_batch_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -122,3 +124,5 @@ TEST_F(soft_link_batch_test, a_frame_that_may_not_wait_takes_the_batch_out_befor
 }
 
 }  // namespace
+
+}  // namespace soft_link_batch_test

@@ -20,6 +20,8 @@
 #include <optional>
 #include <vector>
 
+namespace soft_link_lease_test {
+
 namespace {
 
 namespace prov = arpma::provider;
@@ -181,3 +183,5 @@ TEST_F(soft_link_lease_test, a_parked_link_closes_without_leaking_its_socket) {
 }
 
 }  // namespace
+
+}  // namespace soft_link_lease_test

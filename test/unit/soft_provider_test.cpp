@@ -13,6 +13,8 @@
 
 #include <vector>
 
+namespace soft_provider_test {
+
 namespace {
 
 class soft_provider_test : public ::testing::Test {
@@ -143,3 +145,5 @@ TEST_F(soft_provider_test, objects_in_use_refuse_to_go) {
 }
 
 }  // namespace
+
+}  // namespace soft_provider_test

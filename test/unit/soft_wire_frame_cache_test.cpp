@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+namespace soft_wire_frame_cache_test {
+
 namespace {
 
 using arpma::provider::soft_wire::frame;
@@ -91,3 +93,5 @@ TEST(soft_wire_frame_cache, a_large_buffer_is_not_kept) {
 }
 
 }  // namespace
+
+}  // namespace soft_wire_frame_cache_test

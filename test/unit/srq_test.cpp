@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace srq_test {
+
 using arpma::test::fake_provider;
 using ::testing::ElementsAre;
 
@@ -169,3 +171,5 @@ TEST(srq_soft, post_recv_checks_ranges_and_fills_the_queue) {
 }
 
 }  // namespace
+
+}  // namespace srq_test

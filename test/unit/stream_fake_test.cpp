@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+namespace stream_fake_test {
+
 namespace asio = boost::asio;
 namespace prov = arpma::provider;
 using arpma::detail::stream_imm;
@@ -505,3 +507,5 @@ TEST_F(stream_fake, data_after_the_peers_fin_disconnects_and_the_reader_still_se
 }
 
 }  // namespace
+
+}  // namespace stream_fake_test

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+namespace stream_test {
+
 namespace asio = boost::asio;
 
 namespace {
@@ -94,3 +96,5 @@ TEST(stream, an_empty_stream_answers_bad_descriptor) {
 }
 
 }  // namespace
+
+}  // namespace stream_test

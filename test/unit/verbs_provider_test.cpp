@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace verbs_provider_test {
+
 namespace {
 
 bool rdma_device_present() {
@@ -102,3 +104,5 @@ TEST_F(verbs_without_device, connection_manager_calls_fail_cleanly) {
 }
 
 }  // namespace
+
+}  // namespace verbs_provider_test

@@ -3,7 +3,10 @@
 # the build in BUILD_DIR, on the verbs provider (rdma-core, rxe0),
 # the librpma 1.2 comparison of test/compat/ and fio's librpma engines.
 #
-#   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default [--packages DEB_DIR]
+#   test/vm/run-in-rxe-vm.sh -- test/vm/in-guest.sh build/default [--packages DEB_DIR] [--full]
+#
+# --full: also the baselines, which check the harness rather than arpma: fio's librpma engines
+# on Debian's librpma 1.2 (scripts/test.sh --nodes; CI's --rxe leaves them out for time).
 #
 # --packages: last, installs arpma's Debian packages of DEB_DIR over Debian's librpma (the
 # guest's root is a throw-away overlay) and runs librpma programs and fio on them unchanged
@@ -13,12 +16,27 @@
 set -uo pipefail
 
 debs=
-if [[ $# -eq 3 && $2 == --packages ]]; then
-  debs=$3
-  set -- "$1"
-fi
+full=0
+args=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --packages)
+      debs=${2:-}
+      shift 2 || shift
+      ;;
+    --full)
+      full=1
+      shift
+      ;;
+    *)
+      args+=("$1")
+      shift
+      ;;
+  esac
+done
+set -- "${args[@]}"
 if [[ $# -ne 1 || ! -d $1 || (-n $debs && ! -d $debs) ]]; then
-  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
+  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] [--full] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
   exit 2
 fi
 if [[ -z ${RXE_VM_IP:-} ]]; then
@@ -71,12 +89,16 @@ abi=()
 [[ -e $build/librpma-abi/librpma.so.0 ]] && abi=(--abi "$build/librpma-abi")
 step "compat: librpma 1.2 vs arpma" "$(dirname -- "${BASH_SOURCE[0]}")/../compat/run.sh" --bin-dir "$build/test/compat" "${abi[@]}"
 # fio's librpma engines, built from Debian's source on the host (test/thirdparty/fio.sh build;
-# scripts/test.sh does it), the same binary on arpma and on Debian's librpma 1.2; 2 MiB per job,
-# as the guest emulates its CPU.
+# scripts/test.sh does it), the same binary on arpma and (--full) on Debian's librpma 1.2; 2 MiB
+# per job, as the guest emulates its CPU.
 fio_sh=$(dirname -- "${BASH_SOURCE[0]}")/../thirdparty/fio.sh
 if compgen -G "$build/thirdparty/fio-[0-9]*/fio" >/dev/null; then
   step "fio: librpma engines on arpma (verbs)" "$fio_sh" run "$build" --lib arpma --addr "$RXE_VM_IP" --io-size 2097152
-  step "fio: librpma engines on Debian's librpma 1.2" "$fio_sh" run "$build" --lib debian --addr "$RXE_VM_IP" --io-size 2097152
+  if [[ $full -eq 1 ]]; then
+    step "fio: librpma engines on Debian's librpma 1.2" "$fio_sh" run "$build" --lib debian --addr "$RXE_VM_IP" --io-size 2097152
+  else
+    printf '\n---- fio on Debian'"'"'s librpma 1.2 (baseline): with --full (scripts/test.sh --nodes)\n'
+  fi
 else
   printf '\n---- fio: not built, not run (on the host: test/thirdparty/fio.sh build %s)\n' "$build"
 fi
