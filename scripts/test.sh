@@ -22,8 +22,9 @@
 # QEMU killed once per provider (soft: msync flush; verbs: GPSPM).
 #
 # --nodes: the two-node part at full size (implies the guest steps of --rxe): the guest's
-# baselines too (fio on Debian's librpma: in-guest.sh --full), the two-node suite, then 10 power
-# cuts per provider and a control run of each (writes never flushed).
+# baselines too (fio on Debian's librpma: in-guest.sh --full), the two-node suite with all five
+# IPv6 pairs (two-nodes-suite.sh --full), then 10 power cuts per provider and a control run of
+# each (writes never flushed).
 #
 # --fuzz: then also runs scripts/fuzz.sh (every libFuzzer harness for
 # ARPMA_FUZZ_SECONDS each, default 60; needs clang). Not in CI's command.
@@ -117,9 +118,11 @@ if [[ ${rxe} -eq 1 ]]; then
   banner "[two nodes] example pairs and arpma-perf between two Soft-RoCE guests on one link"
   nodes_start=${SECONDS}
   rc=0
+  suite_full=
+  [[ ${nodes} -eq 0 ]] || suite_full=' --full'
   test/vm/run-two-nodes.sh --timeout 600 \
-    --server 'test/vm/two-nodes-suite.sh server build/default' \
-    --client 'test/vm/two-nodes-suite.sh client build/default' || rc=$?
+    --server "test/vm/two-nodes-suite.sh server build/default${suite_full}" \
+    --client "test/vm/two-nodes-suite.sh client build/default${suite_full}" || rc=$?
   nodes_time=$((SECONDS - nodes_start))
   echo "[two nodes] time taken: ${nodes_time} s"
   rxe_verdict "${rc}" "test/vm/run-two-nodes.sh"
