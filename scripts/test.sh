@@ -108,21 +108,21 @@ if [[ ${rxe} -eq 1 ]]; then
   banner "[rxe] integration tests, examples, compat, fio, then the Debian packages installed (Soft-RoCE guest)"
   rxe_start=${SECONDS}
   rc=0
-  guest_args=(--packages build/package/deb)
-  [[ ${nodes} -eq 0 ]] || guest_args+=(--full)
-  test/vm/run-in-rxe-vm.sh --timeout 900 -- test/vm/in-guest.sh build/default "${guest_args[@]}" ||
-    rc=$?
+  # --nodes: the guests' full size (baselines, every IPv6 pair); empty otherwise.
+  full_flag=
+  [[ ${nodes} -eq 0 ]] || full_flag=--full
+  # shellcheck disable=SC2086 # full_flag: one word or none
+  test/vm/run-in-rxe-vm.sh --timeout 900 -- \
+    test/vm/in-guest.sh build/default --packages build/package/deb ${full_flag} || rc=$?
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
   rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh"
   banner "[two nodes] example pairs and arpma-perf between two Soft-RoCE guests on one link"
   nodes_start=${SECONDS}
   rc=0
-  suite_full=
-  [[ ${nodes} -eq 0 ]] || suite_full=' --full'
   test/vm/run-two-nodes.sh --timeout 600 \
-    --server "test/vm/two-nodes-suite.sh server build/default${suite_full}" \
-    --client "test/vm/two-nodes-suite.sh client build/default${suite_full}" || rc=$?
+    --server "test/vm/two-nodes-suite.sh server build/default ${full_flag}" \
+    --client "test/vm/two-nodes-suite.sh client build/default ${full_flag}" || rc=$?
   nodes_time=$((SECONDS - nodes_start))
   echo "[two nodes] time taken: ${nodes_time} s"
   rxe_verdict "${rc}" "test/vm/run-two-nodes.sh"

@@ -60,7 +60,7 @@ constexpr auto kWait = 1000ms;  // for one step of the handshake or teardown
 
 /// The descriptors of the kinds the provider makes (sockets, eventfds, epoll,
 /// timerfds); libFuzzer opens pipes and /dev/null of its own as it goes.
-std::size_t open_fds() {
+std::size_t provider_fds() {
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
     std::error_code ec;
@@ -237,11 +237,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (s.provider.held_bytes() != 0) fail("held bytes left after the link was destroyed");
   if (s.inputs++ % kCheckEvery == 0) {
     const auto settle = std::chrono::steady_clock::now() + 6s;  // linger: 5 s at most
-    std::size_t fds = open_fds();
+    std::size_t fds = provider_fds();
     while (s.baseline_fds != 0 && fds > s.baseline_fds &&
            std::chrono::steady_clock::now() < settle) {
       std::this_thread::sleep_for(10ms);
-      fds = open_fds();
+      fds = provider_fds();
     }
     if (s.baseline_fds == 0) s.baseline_fds = fds;
     if (fds > s.baseline_fds) {

@@ -4,6 +4,7 @@
 // messages, and completions come through rpma_cq_wait / rpma_cq_get_wc or
 // rpma_conn_wait.
 #include <librpma.h>
+#include "support/capi_wait.hpp"
 #include "support/test_addr.hpp"
 
 #include <gtest/gtest.h>
@@ -21,26 +22,13 @@
 namespace datapath_capi_integration_test {
 
 using arpma::test::free_port;
+using arpma::test::next_wc;
 using arpma::test::test_addr;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr std::size_t region = 4096;
-
-// Waits for one completion on `cq` (fd mode, blocking), and returns it.
-ibv_wc next_wc(rpma_cq* cq) {
-  ibv_wc wc{};
-  for (int tries = 0; tries < 1000; ++tries) {
-    int got = 0;
-    const int rc = rpma_cq_get_wc(cq, 1, &wc, &got);
-    if (rc == 0) return wc;
-    EXPECT_EQ(rc, RPMA_E_NO_COMPLETION);
-    EXPECT_EQ(rpma_cq_wait(cq), 0);
-  }
-  ADD_FAILURE() << "no completion";
-  return wc;
-}
 
 class datapath_capi : public ::testing::Test {
  protected:

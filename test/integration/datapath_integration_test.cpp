@@ -8,6 +8,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/rethrow.hpp"
 #include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
@@ -30,15 +31,12 @@
 
 namespace datapath_integration_test {
 
+using arpma::test::rethrow;
 using arpma::test::test_addr;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-void rethrow(const std::exception_ptr& e) {
-  if (e) std::rethrow_exception(e);
-}
 
 constexpr std::size_t region = 1 << 16;
 constexpr int server_usage = arpma::mr_usage::write_dst | arpma::mr_usage::read_src |

@@ -7,6 +7,9 @@
 #include "arpma/connection.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/bytes.hpp"
+#include "support/open_fds.hpp"
+#include "support/rethrow.hpp"
 #include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
@@ -22,7 +25,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -32,21 +34,16 @@
 
 namespace lifecycle_integration_test {
 
+using arpma::test::bytes;
+using arpma::test::fd_targets;
+using arpma::test::open_fds;
+using arpma::test::rethrow;
 using arpma::test::test_addr;
+using arpma::test::text;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::vector<std::uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
-
-std::string text(std::span<const std::uint8_t> data, std::size_t n) {
-  return {data.begin(), data.begin() + static_cast<std::ptrdiff_t>(std::min(n, data.size()))};
-}
-
-void rethrow(const std::exception_ptr& e) {
-  if (e) std::rethrow_exception(e);
-}
 
 class lifecycle : public ::testing::Test {
  protected:
@@ -314,13 +311,6 @@ TEST_F(lifecycle, endpoint_shutdown_rejects_pending_requests_and_ends_the_wait) 
   EXPECT_EQ(waited, asio::error::operation_aborted);
 }
 
-std::size_t open_fds() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
-    ++n;
-  return n;
-}
-
 long rss_kib() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -395,17 +385,6 @@ void cycle(asio::io_context& io, const arpma::peer& peer, const std::string& add
   if (reset_before_established > 0)
     std::printf("%d of %d accepts saw the client's disconnect before it was established\n",
                 reset_before_established, cycles);
-}
-
-/// What each open descriptor is, for a failure message.
-std::string fd_targets() {
-  std::string out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const auto target = std::filesystem::read_symlink(entry.path(), ec);
-    out += entry.path().filename().string() + " -> " + (ec ? "?" : target.string()) + "\n";
-  }
-  return out;
 }
 
 TEST_F(lifecycle, a_thousand_connect_disconnect_cycles_leave_fds_and_rss_flat) {

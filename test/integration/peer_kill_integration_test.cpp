@@ -17,6 +17,8 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/bytes.hpp"
+#include "support/open_fds.hpp"
 #include "support/test_addr.hpp"
 #include "support/wait.hpp"
 
@@ -37,7 +39,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -51,7 +52,11 @@ extern char** environ;  // NOLINT(readability-redundant-declaration)
 
 namespace peer_kill_integration_test {
 
+using arpma::test::bytes;
+using arpma::test::fd_targets;
+using arpma::test::open_fds;
 using arpma::test::test_addr;
+using arpma::test::text;
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -75,30 +80,6 @@ const char* name(phase p) {
   return names.at(static_cast<std::size_t>(p));
 }
 enum class role : int { client, server };  // what the killed child plays
-
-std::vector<std::uint8_t> bytes(std::string_view s) { return {s.begin(), s.end()}; }
-
-std::string text(std::span<const std::uint8_t> data, std::size_t n) {
-  return {data.begin(), data.begin() + static_cast<std::ptrdiff_t>(std::min(n, data.size()))};
-}
-
-std::size_t open_fds() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
-    ++n;
-  return n;
-}
-
-/// What the descriptors are, for a failure message.
-std::string list_fds() {
-  std::string out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const auto target = std::filesystem::read_symlink(entry.path(), ec);
-    out += " " + entry.path().filename().string() + "->" + (ec ? "?" : target.string());
-  }
-  return out;
-}
 
 /// The fd count once links closing in the background (bounded) are gone:
 /// the count when it stops changing, or when it reaches `target`.
@@ -516,7 +497,7 @@ class peer_kill : public ::testing::TestWithParam<phase> {
   void expect_recovered() {
     const auto fds = settled_fds(baseline);
     EXPECT_LE(fds, baseline) << "descriptors left behind by the dead peer's connection:"
-                             << list_fds();
+                             << fd_targets();
     serve_fresh_client();
   }
 
@@ -923,7 +904,7 @@ class peer_kill_capi : public ::testing::Test {
   }
 
   void expect_recovered() {
-    EXPECT_LE(settled_fds(baseline), baseline) << "descriptors left behind:" << list_fds();
+    EXPECT_LE(settled_fds(baseline), baseline) << "descriptors left behind:\n" << fd_targets();
     serve_fresh_client();
   }
 

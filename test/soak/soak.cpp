@@ -27,6 +27,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
+#include "support/open_fds.hpp"
 
 #include <malloc.h>
 #include <unistd.h>
@@ -45,7 +46,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -59,6 +59,7 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using arpma::test::open_fds;
 
 namespace {
 
@@ -95,13 +96,6 @@ std::uint64_t checksum(const char* data, std::size_t len) {
     h *= 1099511628211ULL;
   }
   return h;
-}
-
-std::size_t open_fds() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
-    ++n;
-  return n;
 }
 
 /// Bytes the allocator has handed out and not got back (every arena):

@@ -8,7 +8,6 @@
 #include "support/raw_peer.hpp"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
@@ -100,16 +99,6 @@ struct qp_shape {
   std::uint32_t max_recv_wr = 16;
   prov::srq* srq = nullptr;
 };
-
-/// Open descriptors of this process (-1 if they cannot be listed).
-inline int open_fds() {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int n = 0;
-  while (::readdir(dir) != nullptr) ++n;
-  (void)::closedir(dir);
-  return n;
-}
 
 // ---- fixture ---------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // peer. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/open_fds.hpp"
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 #include "support/soft_pair.hpp"
@@ -676,7 +677,7 @@ TEST_F(soft_datapath_hostile, a_bad_frame_closes_a_link_its_poller_holds_without
     poll_a_while();
   }
   ASSERT_GT(soft.parks(), 0u);
-  const int before = arpma::test::open_fds();
+  const std::size_t before = arpma::test::open_fds();
   ASSERT_TRUE(write_all(fd_, wire_frame(40, {})));  // an unknown type
   const auto deadline = std::chrono::steady_clock::now() + wait_limit;
   std::optional<prov::cm_event> event;

@@ -7,6 +7,7 @@
 // link closes without leaking its descriptor. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/open_fds.hpp"
 #include "support/soft_pair.hpp"
 #include "support/wait.hpp"
 
@@ -170,7 +171,7 @@ TEST_F(soft_link_lease_test, a_parked_link_closes_without_leaking_its_socket) {
   a = {};
   b = {};
   ASSERT_TRUE(arpma::test::eventually([&] { return soft.live_ids() == 0; }));
-  const int before = open_fds();
+  const std::size_t before = open_fds();
 
   connect();
   poll_until_parked();

@@ -15,14 +15,20 @@
 # Exit status: 0 when every step passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
+usage() {
+  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] [--full] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
+  exit 2
+}
+
 debs=
 full=0
 args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --packages)
-      debs=${2:-}
-      shift 2 || shift
+      [[ $# -ge 2 && -n $2 ]] || usage # not a run without the packages
+      debs=$2
+      shift 2
       ;;
     --full)
       full=1
@@ -35,10 +41,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 set -- "${args[@]}"
-if [[ $# -ne 1 || ! -d $1 || (-n $debs && ! -d $debs) ]]; then
-  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] [--full] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
-  exit 2
-fi
+[[ $# -eq 1 && -d $1 && (-z $debs || -d $debs) ]] || usage
 if [[ -z ${RXE_VM_IP:-} ]]; then
   echo "$0: RXE_VM_IP is not set; run me through test/vm/run-in-rxe-vm.sh" >&2
   exit 2
