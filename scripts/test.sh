@@ -50,8 +50,10 @@ for arg in "$@"; do
   esac
 done
 
+# Each step's line says when it started (seconds since the script did): CI's 45 minutes are
+# measured per step from these.
 banner() {
-  printf '\n==== %s ====\n' "$*"
+  printf '\n==== %s ==== [%d s]\n' "$*" "${SECONDS}"
 }
 
 # rxe_verdict RC RUNNER: a guest that could not run (125) fails the run as a harness failure,
