@@ -4,7 +4,8 @@
 # machine whose kernel has no RDMA.
 #
 #   test/vm/run-in-rxe-vm.sh [--timeout SECS] [--ip A] [--nic udp:LOCAL_PORT:PEER_PORT]
-#                            [--disk IMAGE] [--pidfile FILE] [--no-install] [-v] -- COMMAND [ARGS...]
+#                            [--disk IMAGE] [--pidfile FILE] [--siw] [--no-install] [-v]
+#                            -- COMMAND [ARGS...]
 #
 #   --timeout SECS  kill the guest after SECS seconds (default 600), exit 124
 #   --ip A          the guest's IPv4 address in 192.168.77.0/24 (default .1); its IPv6 one
@@ -16,6 +17,10 @@
 #   --disk IMAGE    a raw image as the guest's virtio disk /dev/vda (written back to IMAGE as
 #                   the guest writes and flushes: what a guest killed at once leaves there)
 #   --pidfile FILE  write QEMU's process id to FILE once it runs (test/vm/power-cut.sh kills it)
+#   --siw           Soft-iWARP (siw0) on the netdev instead of Soft-RoCE (rxe0). Debian builds
+#                   its kernels without CONFIG_RDMA_SIW, so siw.ko is built once, out of tree,
+#                   from Debian's linux-source package of the guest kernel's version against
+#                   its linux-headers package (both installed with apt-get; ~1 minute)
 #   --no-install    never call apt-get for missing packages
 #   -v              stream the guest's console (kernel, init) to stderr
 #
@@ -25,8 +30,8 @@
 # its own path. The netdev rxevm0 (dummy) has RXE_VM_IP and RXE_VM_IP6 (a ULA
 # IPv6 address) and carries rxe0. COMMAND runs as root in the current directory
 # with stdin=/dev/null and the host's environment plus RXE_VM_IP, RXE_VM_IP6,
-# RXE_VM_DEV (rxe0) and RXE_VM_GID_INDEX (index of rxe0's IPv4 RoCEv2 GID); its
-# stdout and stderr stream to ours.
+# RXE_VM_DEV (rxe0, or siw0) and RXE_VM_GID_INDEX (index of rxe0's IPv4 RoCEv2 GID; 0 on
+# siw0, whose one GID is its MAC); its stdout and stderr stream to ours.
 #
 # Exit status: COMMAND's; 124 on timeout; 125 when the guest could not be
 # run (the message says why, e.g. which package to install).
@@ -44,10 +49,11 @@ PIDFILE=
 TIMEOUT=600
 INSTALL=1
 VERBOSE=0
+RDMA=rxe
 
 log() { printf '%s: %s\n' "$NAME" "$*" >&2; }
 die() { log "error: $*"; exit 125; }
-usage() { sed -n '2,35{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,40{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -57,6 +63,7 @@ while [[ $# -gt 0 ]]; do
     --nic) NIC=${2:-}; shift 2 || die "--nic needs a value" ;;
     --disk) DISK=${2:-}; shift 2 || die "--disk needs a value" ;;
     --pidfile) PIDFILE=${2:-}; shift 2 || die "--pidfile needs a value" ;;
+    --siw) RDMA=siw; shift ;;
     -v | --verbose) VERBOSE=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -129,9 +136,10 @@ ensure_packages() {
 # -------------------------------------------------------------------- kernel
 # Guest modules; modprobe adds their dependencies. crc32_generic: rdma_rxe
 # needs the "crc32" shash, which nothing would autoload. veth, sch_netem: the veth pair and `tc qdisc
-# ... netem delay` for bench/conn_rtt.sh (the host's kernel has no netem).
+# ... netem delay` for bench/conn_rtt.sh (the host's kernel has no netem). libcrc32c: what siw.ko
+# (--siw) needs besides ib_core.
 MODULES_FS=(virtio_pci 9pnet_virtio 9p overlay virtio_console virtio_net virtio_blk)
-MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs veth sch_netem)
+MODULES_RDMA=(dummy crc32_generic rdma_rxe rdma_ucm ib_uverbs veth sch_netem libcrc32c)
 
 # Fills $CACHE/kernel once: modules/*.ko, modules.builtin, kver, and the
 # kernel as an uncompressed ELF vmlinux (QEMU boots it through the PVH entry
@@ -180,6 +188,7 @@ prepare_kernel() {
   cp "$tmp/root/lib/modules/$kver/modules.builtin" "$tmp/out/"
   echo "$kver" >"$tmp/out/kver"
   echo "$pkg" >"$tmp/out/pkg"
+  dpkg-deb -f "$tmp"/*.deb Version >"$tmp/out/version"
   # the bzImage's payload is one xz stream (the data after it makes xz complain)
   local off
   off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$tmp/root/boot/vmlinuz-$kver" | head -n1 | cut -d: -f1) || true
@@ -193,6 +202,42 @@ prepare_kernel() {
   echo "${MODULES_FS[*]} ${MODULES_RDMA[*]}" >"$tmp/out/ready"
   rm -rf "$kdir"
   mv "$tmp/out" "$kdir"
+  rm -rf "$tmp"
+}
+
+# Adds $CACHE/kernel/modules/siw.ko once (--siw): drivers/infiniband/sw/siw of Debian's
+# linux-source-<major.minor> at the kernel package's version, built against linux-headers-<kver>.
+# The sources are that package's own, so the module matches the guest kernel it is loaded into.
+prepare_siw() {
+  local kdir=$CACHE/kernel
+  [[ -f $kdir/modules/siw.ko ]] && return 0
+  local kver version series tmp
+  kver=$(<"$kdir/kver")
+  version=$(<"$kdir/version")
+  series=${kver%%-*}        # 6.1.0
+  series=${series%.*}       # 6.1
+  log "building siw.ko for $kver from linux-source-$series $version (once)"
+  if [[ ! -d /usr/src/linux-headers-$kver ]] &&
+    { [[ $INSTALL -eq 0 ]] || ! apt_install "linux-headers-$kver"; }; then
+    die "--siw needs linux-headers-$kver (apt-get install linux-headers-$kver)"
+  fi
+  tmp=$(mktemp -d "$CACHE/.siw.XXXXXX")
+  if ! (cd "$tmp" && apt-get download -q "linux-source-$series=$version" >&2); then
+    rm -rf "$tmp"
+    die "cannot download linux-source-$series=$version (apt-get download failed)"
+  fi
+  # only the driver's directory out of the ~140 MB tarball
+  dpkg-deb --fsys-tarfile "$tmp"/linux-source-*.deb |
+    tar -xO "./usr/src/linux-source-$series.tar.xz" |
+    tar -xJ -C "$tmp" --strip-components=5 --wildcards "*/drivers/infiniband/sw/siw/*" ||
+    { rm -rf "$tmp"; die "linux-source-$series=$version: no drivers/infiniband/sw/siw"; }
+  if ! make -s -C "/usr/src/linux-headers-$kver" M="$tmp" CONFIG_RDMA_SIW=m modules >&2 ||
+    [[ ! -f $tmp/siw.ko ]]; then
+    rm -rf "$tmp"
+    die "building siw.ko against linux-headers-$kver failed (output above)"
+  fi
+  cp "$tmp/siw.ko" "$kdir/modules/siw.ko.tmp"
+  mv "$kdir/modules/siw.ko.tmp" "$kdir/modules/siw.ko"
   rm -rf "$tmp"
 }
 
@@ -247,8 +292,8 @@ mkdir -p "$R$repo"
 mount -t 9p -o $O,cache=mmap repo "$R$repo" || fail "mount the repository at $repo"
 wait $rdma_modules || say "modprobe rdma failed"
 ip link set lo up
-# The addresses, and whether a NIC links this guest to another (/ctl/net, from the host).
-read -r ip ip6 nic </ctl/net || fail "no /ctl/net"
+# The addresses, whether a NIC links this guest to another, and rxe or siw (/ctl/net, from the host).
+read -r ip ip6 nic rdma </ctl/net || fail "no /ctl/net"
 if [ "$nic" = nic ]; then
   netdev=eth0
   [ -e /sys/class/net/eth0 ] || fail "no eth0 (virtio_net)"
@@ -260,6 +305,12 @@ ip addr add $ip/24 dev $netdev && ip link set $netdev up || fail "$netdev setup"
 # A ULA IPv6 address too, usable at once (nodad): iproute2's ip by its path, as busybox's chroot
 # would run its own ip applet, which has no nodad.
 chroot $R /bin/ip -6 addr add $ip6/64 dev $netdev nodad >"$err" 2>&1 || fail "$netdev IPv6 address"
+if [ "$rdma" = siw ]; then
+  modprobe siw || fail "modprobe siw"
+  chroot $R rdma link add siw0 type siw netdev $netdev >"$err" 2>&1 || fail "rdma link add siw0"
+  dev=siw0 gid=0
+else
+dev=rxe0
 chroot $R rdma link add rxe0 type rxe netdev $netdev >"$err" 2>&1 || fail "rdma link add rxe0"
 gid=
 for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
@@ -270,9 +321,10 @@ for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
   usleep 100000
 done
 [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+fi
 ulimit -l unlimited
 : >/ctl/started
-env -i RXE_VM_IP=$ip RXE_VM_IP6=$ip6 RXE_VM_DEV=rxe0 RXE_VM_GID_INDEX=$gid \
+env -i RXE_VM_IP=$ip RXE_VM_IP6=$ip6 RXE_VM_DEV=$dev RXE_VM_GID_INDEX=$gid \
   chroot $R /bin/bash /run/arpma-vm/cmd.sh </dev/null >"$out" 2>"$err"
 finish $?
 EOF
@@ -281,7 +333,7 @@ EOF
 prepare_initrd() {
   local kdir=$CACHE/kernel
   local key
-  key=$(cat "${BASH_SOURCE[0]}" /bin/busybox "$kdir/kver" | sha256sum | cut -c1-16)
+  key=$( (cat "${BASH_SOURCE[0]}" /bin/busybox "$kdir/kver" && ls "$kdir/modules") | sha256sum | cut -c1-16)
   INITRD=$kdir/initrd-$key.cpio
   [[ -f $INITRD ]] && return 0
   local tmp kver
@@ -308,6 +360,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 prepare_kernel
+[[ $RDMA == rxe ]] || prepare_siw
 prepare_initrd
 exec 9>&-
 
@@ -328,7 +381,7 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM HUP
 
 echo "$REPO" >"$RUN/repo"
-echo "$GUEST_IP $GUEST_IP6 ${NIC:+nic}" >"$RUN/net"
+echo "$GUEST_IP $GUEST_IP6 ${NIC:+nic}${NIC:-dummy} $RDMA" >"$RUN/net"
 NET_ARGS=()
 if [[ -n $NIC ]]; then
   ports=${NIC#udp:}
