@@ -381,7 +381,9 @@ trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM HUP
 
 echo "$REPO" >"$RUN/repo"
-echo "$GUEST_IP $GUEST_IP6 ${NIC:+nic}${NIC:-dummy} $RDMA" >"$RUN/net"
+link=dummy
+[[ -z $NIC ]] || link=nic
+echo "$GUEST_IP $GUEST_IP6 $link $RDMA" >"$RUN/net"
 NET_ARGS=()
 if [[ -n $NIC ]]; then
   ports=${NIC#udp:}
