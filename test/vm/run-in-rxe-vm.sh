@@ -310,17 +310,17 @@ if [ "$rdma" = siw ]; then
   chroot $R rdma link add siw0 type siw netdev $netdev >"$err" 2>&1 || fail "rdma link add siw0"
   dev=siw0 gid=0
 else
-dev=rxe0
-chroot $R rdma link add rxe0 type rxe netdev $netdev >"$err" 2>&1 || fail "rdma link add rxe0"
-gid=
-for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-  for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    read -r v <"$g" 2>/dev/null || continue
-    case $v in 0000:0000:0000:0000:0000:ffff:*) gid=${g##*/}; break 2 ;; esac
+  dev=rxe0
+  chroot $R rdma link add rxe0 type rxe netdev $netdev >"$err" 2>&1 || fail "rdma link add rxe0"
+  gid=
+  for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+      read -r v <"$g" 2>/dev/null || continue
+      case $v in 0000:0000:0000:0000:0000:ffff:*) gid=${g##*/}; break 2 ;; esac
+    done
+    usleep 100000
   done
-  usleep 100000
-done
-[ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
+  [ -n "$gid" ] || fail "rxe0 has no IPv4 GID"
 fi
 ulimit -l unlimited
 : >/ctl/started
