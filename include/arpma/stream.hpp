@@ -246,7 +246,8 @@ class stream {
 ///
 /// Completion signature: `void(arpma::error_code, arpma::stream)`. Errors:
 /// those of async_conn_req_new and async_connect; errc::invalid_argument for
-/// a cfg out of range; errc::provider with std::errc::protocol_error when the
+/// a cfg out of range; errc::not_supported on a device without immediate data
+/// (iWARP); errc::provider with std::errc::protocol_error when the
 /// server is no stream.
 template <boost::asio::completion_token_for<detail::stream_signature> CompletionToken =
               boost::asio::default_completion_token_t<boost::asio::any_io_executor>>
@@ -266,7 +267,8 @@ auto async_connect_stream(const boost::asio::any_io_executor& ex, const peer& p,
 ///
 /// Completion signature: `void(arpma::error_code, arpma::stream)`. Errors:
 /// those of endpoint::async_next_conn_req and conn_req::async_connect;
-/// errc::invalid_argument for a cfg out of range.
+/// errc::invalid_argument for a cfg out of range; errc::not_supported on a
+/// device without immediate data (iWARP).
 template <boost::asio::completion_token_for<detail::stream_signature> CompletionToken =
               boost::asio::default_completion_token_t<boost::asio::any_io_executor>>
 auto async_accept_stream(endpoint& ep, const peer& p, const stream_cfg& cfg,

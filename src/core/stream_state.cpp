@@ -45,6 +45,10 @@ stream_state::~stream_state() {
 }
 
 std::error_code stream_state::prepare(const peer& p) {
+  // Every message carries its length and credit in immediate data; iWARP has
+  // none, and a post refused later would only reset the stream (docs/stream.md).
+  if (const auto& ps = access::state(p); ps && !ps->prov.caps(ps->dev).immediate_data)
+    return make_error_code(errc::not_supported);
   const std::size_t slot = cfg_.slot_size;
   recv_mem_.resize((cfg_.slots + cfg_.control_slots) * slot);
   send_mem_.resize(cfg_.slots * slot);

@@ -174,6 +174,9 @@ struct device_caps {
   bool native_atomic_write = false;
   bool native_flush = false;
   bool odp = false;  ///< On-Demand Paging for RC reads and writes (librpma's test)
+  /// Immediate data on sends and writes: not on iWARP (RDMAP has none; siw
+  /// refuses the opcodes with EINVAL).
+  bool immediate_data = true;
 };
 
 /// The connect/accept parameters librpma sets (src/conn_req.c); the provider

@@ -5,6 +5,7 @@
 // checked one message at a time. No threads, no sleeps, no sockets.
 #include "arpma/stream.hpp"
 
+#include "arpma/endpoint.hpp"
 #include "arpma/error.hpp"
 #include "core/stream_state.hpp"
 #include "fake/fake_provider.hpp"
@@ -191,6 +192,32 @@ TEST_F(stream_fake, every_receive_is_posted_before_the_connection_is_made) {
   EXPECT_EQ(hello->slots, 4U);
   EXPECT_EQ(hello->control_slots, 2U);
   EXPECT_EQ(hello->slot_size, 64U);
+}
+
+TEST_F(stream_fake, a_device_without_immediate_data_refuses_streams_before_any_call) {
+  prov::device_caps iwarp;
+  iwarp.immediate_data = false;
+  fake.set_caps(iwarp);
+  const auto before = fake.calls().size();
+  std::vector<arpma::error_code> got;
+  arpma::async_connect_stream(io->get_executor(), *peer, "192.0.2.1", "7204", mine,
+                              [&](arpma::error_code ec, arpma::stream st) {
+                                got.push_back(ec);
+                                EXPECT_FALSE(st);
+                              });
+  auto ep = arpma::endpoint::listen(io->get_executor(), *peer, "127.0.0.1", "0");
+  ASSERT_TRUE(ep) << ep.error().message();
+  arpma::async_accept_stream(ep.value(), *peer, mine, [&](arpma::error_code ec, arpma::stream st) {
+    got.push_back(ec);
+    EXPECT_FALSE(st);
+  });
+  ASSERT_TRUE(run([&] { return got.size() == 2; }));
+  EXPECT_EQ(got[0], arpma::errc::not_supported);
+  EXPECT_EQ(got[1], arpma::errc::not_supported);
+  const auto calls = fake.calls();
+  EXPECT_EQ(std::count(calls.begin() + static_cast<std::ptrdiff_t>(before), calls.end(), "reg_mr"),
+            0)
+      << "nothing registered";
 }
 
 TEST_F(stream_fake, a_write_is_one_send_with_immediate_of_the_bytes_alone) {

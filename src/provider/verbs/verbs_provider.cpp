@@ -409,6 +409,7 @@ device_caps verbs_provider::caps(const device* dev) const noexcept {
   const std::lock_guard lock(caps_mutex_);
   if (const auto it = caps_.find(dev); it != caps_.end()) return it->second;
   device_caps found;
+  found.immediate_data = dev->device->transport_type != IBV_TRANSPORT_IWARP;
   ibv_device_attr_ex attr{};
   if (ibv_query_device_ex(const_cast<device*>(dev), nullptr, &attr) == 0) {
     found.native_atomic_write = (attr.device_cap_flags_ex & device_atomic_write) != 0;
