@@ -12,7 +12,8 @@
 # (built first if "default" is not among the presets) on the verbs provider
 # inside a QEMU guest with Soft-RoCE (test/vm/), i.e. on real rdma-core; last,
 # in the same guest, installs the Debian packages over Debian's librpma and
-# runs librpma programs and fio on them unchanged; then two guests joined by a
+# runs librpma programs and fio on them unchanged; then the integration tests again in a
+# guest with Soft-iWARP (siw0: run-in-rxe-vm.sh --siw); then two guests joined by a
 # virtual link run every example pair (server in one, client in the other), the C
 # examples with one side on Debian's librpma and the other on arpma (both ways), and
 # arpma-perf between them (test/vm/run-two-nodes.sh). A guest that cannot be
@@ -119,6 +120,14 @@ if [[ ${rxe} -eq 1 ]]; then
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
   rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh"
+  banner "[siw] integration tests on Soft-iWARP (siw0), iWARP's differences asserted"
+  siw_start=${SECONDS}
+  rc=0
+  test/vm/run-in-rxe-vm.sh --siw --timeout 600 -- \
+    test/vm/in-guest.sh build/default --integration-only || rc=$?
+  siw_time=$((SECONDS - siw_start))
+  echo "[siw] time taken: ${siw_time} s"
+  rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh --siw"
   banner "[two nodes] example pairs and arpma-perf between two Soft-RoCE guests on one link"
   nodes_start=${SECONDS}
   rc=0
@@ -154,6 +163,7 @@ banner "summary"
 echo "all presets passed: ${passed[*]}"
 if [[ ${rxe} -eq 1 ]]; then
   echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
+  echo "Soft-iWARP guest (integration tests): passed in ${siw_time} s"
   echo "two Soft-RoCE guests on one link: passed in ${nodes_time} s"
   echo "power cuts (${kills} per provider): no flushed record lost, ${cut_time} s"
 fi

@@ -38,6 +38,7 @@ using arpma::test::test_addr;
 class stream_alloc : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (arpma::test::iwarp()) GTEST_SKIP() << arpma::test::iwarp_has_no_streams;
     auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
     ASSERT_TRUE(dev);
     peer.emplace(arpma::peer::create(dev.value()).value());

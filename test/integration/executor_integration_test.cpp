@@ -9,6 +9,7 @@
 #include "arpma/mr.hpp"
 #include "arpma/peer.hpp"
 #include "support/connected_pair.hpp"
+#include "support/transport.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/bind_executor.hpp>
@@ -117,7 +118,7 @@ TEST_F(executor_integration, a_handler_runs_on_its_own_executor_which_counts_the
 // handlers are serialized by its own strand (set up and torn down on one
 // thread here; the next test runs the whole life on the strands).
 TEST_F(executor_integration, a_strand_per_connection_serializes_its_data_path) {
-  constexpr int connections = 64;
+  const int connections = arpma::test::connections_on_this_device(64);
   constexpr int rounds = 20;
   struct conn_under_test {
     std::optional<asio::strand<asio::io_context::executor_type>> strand;

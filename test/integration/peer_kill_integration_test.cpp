@@ -20,6 +20,7 @@
 #include "support/bytes.hpp"
 #include "support/open_fds.hpp"
 #include "support/test_addr.hpp"
+#include "support/transport.hpp"
 #include "support/wait.hpp"
 
 #include <fcntl.h>
@@ -595,7 +596,10 @@ outcome peer_kill::client_killed(phase ph) {
     req.async_connect(
         desc, [&](std::error_code e, arpma::connection conn) { acc.emplace(e, std::move(conn)); });
     (void)run_until([&] { return acc.has_value(); }, 200ms);
-    EXPECT_FALSE(acc) << "accepted without the stopped client's answer";
+    // On iWARP the client's kernel answers (MPA) for the stopped process.
+    if (!arpma::test::iwarp()) {
+      EXPECT_FALSE(acc) << "accepted without the stopped client's answer";
+    }
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
     (void)run_until([&] { return acc.has_value(); });
@@ -640,6 +644,10 @@ outcome peer_kill::client_killed(phase ph) {
   ops.stopping = true;
   (void)run_until([&] { return ops.all_ended(); });
   EXPECT_TRUE(ops.all_ended()) << ops.summary();
+  if (!ops.all_ended()) {  // not flushed: closing the connection aborts them before `ops` goes
+    conn = arpma::connection();
+    (void)run_until([&] { return ops.all_ended(); });
+  }
   EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
   o.what += "; " + ops.summary();
   o.after = since(t0);
@@ -648,6 +656,10 @@ outcome peer_kill::client_killed(phase ph) {
 
 TEST_P(peer_kill, client_killed_server_reports_frees_and_keeps_serving) {
   const phase ph = GetParam();
+  if (ph == phase::transfer && arpma::test::iwarp())
+    GTEST_SKIP() << "siw (Linux 6.1) never completes RDMA reads outstanding when the peer's "
+                    "connection closes (its ORQ is flushed only with a send in progress): "
+                    "docs/compatibility.md";
   const auto o = client_killed(ph);
   print("client-killed", ph, "C++", o);
   EXPECT_LE(o.after, report_bound) << o.what;
@@ -758,6 +770,10 @@ outcome peer_kill::server_killed(phase ph) {
   ops.stopping = true;
   (void)run_until([&] { return ops.all_ended(); });
   EXPECT_TRUE(ops.all_ended()) << ops.summary();
+  if (!ops.all_ended()) {  // not flushed: closing the connection aborts them before `ops` goes
+    conn = arpma::connection();
+    (void)run_until([&] { return ops.all_ended(); });
+  }
   EXPECT_EQ(ops.failures.count(describe(arpma::wc_errc::wr_flush_err)), 1U) << ops.summary();
   o.what += "; " + ops.summary();
   o.after = since(t0);
@@ -766,6 +782,10 @@ outcome peer_kill::server_killed(phase ph) {
 
 TEST_P(peer_kill, server_killed_client_reports_frees_and_connects_again) {
   const phase ph = GetParam();
+  if (ph == phase::transfer && arpma::test::iwarp())
+    GTEST_SKIP() << "siw (Linux 6.1) never completes RDMA reads outstanding when the peer's "
+                    "connection closes (its ORQ is flushed only with a send in progress): "
+                    "docs/compatibility.md";
   const auto o = server_killed(ph);
   print("server-killed", ph, "C++", o);
   EXPECT_LE(o.after, report_bound) << o.what;

@@ -33,6 +33,7 @@ class stream_hostile_peer : public arpma::test::stream_pair {
  protected:
   void SetUp() override {
     stream_pair::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     mr = arpma::local_mr::reg(*peer, memory.data(), memory.size(), arpma::mr_usage::send).value();
     auto ep = arpma::endpoint::listen(io.get_executor(), *peer, addr, "0");
     ASSERT_TRUE(ep);

@@ -5,7 +5,9 @@
 #include "arpma/conn_req.hpp"
 #include "arpma/mr.hpp"
 #include "core/stream_state.hpp"
+#include "support/connected_pair.hpp"
 #include "support/stream_pair.hpp"
+#include "support/transport.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -232,9 +234,37 @@ TEST_F(stream_integration, closing_with_operations_pending_aborts_them_and_reset
   EXPECT_LE(got, 4U * 1024);
 }
 
+// On iWARP (no immediate data) both ends are refused before anything is
+// registered or sent, and the endpoint goes on taking requests.
+TEST(stream_on_iwarp, both_ends_are_refused_with_not_supported) {
+  if (!arpma::test::iwarp())
+    GTEST_SKIP() << "not an iWARP device (stream_fake covers the rule with the fake provider)";
+  const std::string addr = test_addr();
+  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+  ASSERT_TRUE(dev);
+  auto peer = arpma::peer::create(dev.value()).value();
+  asio::io_context io;
+  auto ep = arpma::endpoint::listen(io.get_executor(), peer, addr, "0").value();
+  std::vector<arpma::error_code> got;
+  const auto record = [&](arpma::error_code ec, arpma::stream s) {
+    got.push_back(ec);
+    EXPECT_FALSE(s);
+  };
+  arpma::async_accept_stream(ep, peer, small_cfg(), record);
+  arpma::async_connect_stream(io.get_executor(), peer, addr, std::to_string(ep.port()), small_cfg(),
+                              record);
+  ASSERT_TRUE(arpma::test::run_until(io, [&] { return got.size() == 2; }));
+  EXPECT_EQ(got[0], arpma::errc::not_supported) << got[0].message();
+  EXPECT_EQ(got[1], arpma::errc::not_supported) << got[1].message();
+  // A plain connection on the same endpoint still works.
+  auto pair = arpma::test::connect_pair(io, peer, ep, {}, {});
+  EXPECT_TRUE(pair.client && pair.server);
+}
+
 // The io_context goes first, with a read pending: its handler is dropped
 // uncalled, and the stream, destroyed after, releases everything (ASan).
 TEST(stream_loop, an_io_context_destroyed_with_a_read_pending_drops_it_uncalled) {
+  if (arpma::test::iwarp()) GTEST_SKIP() << arpma::test::iwarp_has_no_streams;
   const std::string addr = test_addr();
   auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
   ASSERT_TRUE(dev);

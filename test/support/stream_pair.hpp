@@ -8,6 +8,7 @@
 #include "arpma/endpoint.hpp"
 #include "arpma/peer.hpp"
 #include "support/test_addr.hpp"
+#include "support/transport.hpp"
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,7 @@ inline arpma::stream_cfg small_cfg() {
 class stream_pair : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (iwarp()) GTEST_SKIP() << iwarp_has_no_streams;
     auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
     ASSERT_TRUE(dev);
     peer.emplace(arpma::peer::create(dev.value()).value());
