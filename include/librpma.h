@@ -426,59 +426,134 @@ enum rpma_flush_type {
  * RPMA_F_COMPLETION_ALWAYS asks for a completion on success too;
  * RPMA_F_COMPLETION_ON_ERROR only on failure. A buffer may be reused only
  * after the operation's completion (or a later signaled one on the same queue).
- *
- * Common RETURN VALUE: 0, or
- * - RPMA_E_INVAL - conn is NULL, flags is 0, a buffer is missing (both may be
- *   NULL only for a zero-length operation), or a range leaves its local or
- *   remote region or is over 4 GiB (librpma posts these and the completion
- *   fails)
- * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send or receive queue is
- *   full)
- * C++: arpma::connection::async_read / async_write / ... (see
- * include/arpma/connection.hpp).
+ * Ranges are checked before the wire (docs/compatibility.md): librpma posts
+ * them and the completion fails.
  */
 
-/* rpma_read -- RDMA read of [src_offset, +len) of src into [dst_offset, +len) of dst. */
+/*
+ * rpma_read -- post an RDMA read from a remote region
+ *
+ * Reads [src_offset, +len) of the remote region src into [dst_offset, +len) of
+ * the local region dst. A zero-length read may pass NULL for both regions.
+ * The completion's opcode is IBV_WC_RDMA_READ; the data is in dst once it
+ * completed successfully.
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - conn is NULL, flags is 0, a region is missing for a
+ *   non-zero length, or a range leaves its region or is over 4 GiB
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full)
+ * C++: arpma::connection::async_read().
+ */
 int rpma_read(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t dst_offset,
               const struct rpma_mr_remote* src, size_t src_offset, size_t len, int flags,
               const void* op_context);
 
-/* rpma_write -- RDMA write of [src_offset, +len) of src to [dst_offset, +len) of dst. */
+/*
+ * rpma_write -- post an RDMA write to a remote region
+ *
+ * Writes [src_offset, +len) of the local region src to [dst_offset, +len) of
+ * the remote region dst. A zero-length write may pass NULL for both regions.
+ * A successful completion (IBV_WC_RDMA_WRITE) says the data left src, not that
+ * it is visible or persistent at the peer: rpma_flush says that.
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - conn is NULL, flags is 0, a region is missing for a
+ *   non-zero length, or a range leaves its region or is over 4 GiB
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full)
+ * C++: arpma::connection::async_write().
+ */
 int rpma_write(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
                const struct rpma_mr_local* src, size_t src_offset, size_t len, int flags,
                const void* op_context);
 
-/* rpma_write_with_imm -- the same, consuming a receive at the peer that
- * completes with imm (IBV_WC_RECV_RDMA_WITH_IMM). */
+/*
+ * rpma_write_with_imm -- post an RDMA write with immediate data
+ *
+ * rpma_write that also consumes a receive posted by the peer, which completes
+ * there with IBV_WC_RECV_RDMA_WITH_IMM and imm.
+ *
+ * iWARP has no immediate data: the device refuses the post (RPMA_E_PROVIDER,
+ * as under librpma; docs/compatibility.md).
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - as rpma_write
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full;
+ *   EINVAL: a device without immediate data)
+ * C++: arpma::connection::async_write_with_imm().
+ */
 int rpma_write_with_imm(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
                         const struct rpma_mr_local* src, size_t src_offset, size_t len, int flags,
                         uint32_t imm, const void* op_context);
 
-/* rpma_atomic_write -- writes the 8 bytes of src to dst at dst_offset as one
- * unit (native ATOMIC_WRITE, or an inline 8-byte write where the device has
- * none, as librpma). RPMA_E_INVAL also when dst_offset is not a multiple of
- * RPMA_ATOMIC_WRITE_ALIGNMENT or dst or src is NULL. */
+/*
+ * rpma_atomic_write -- post an 8-byte atomic write to a remote region
+ *
+ * Writes the 8 bytes of src to dst at dst_offset as one unit: the native ATOMIC_WRITE where the
+ * device has it, else an inline 8-byte RDMA write, as librpma.
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - conn, dst or src is NULL, flags is 0, dst_offset is not a
+ *   multiple of RPMA_ATOMIC_WRITE_ALIGNMENT, or the 8 bytes leave dst
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full)
+ * C++: arpma::connection::async_atomic_write().
+ */
 int rpma_atomic_write(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset,
                       const char src[8], int flags, const void* op_context);
 
-/* rpma_flush -- completes once the earlier writes to [dst_offset, +len) of
- * dst are placed (VISIBILITY) or persistent (PERSISTENT): the native FLUSH
- * where the device has it, else librpma's emulation (an 8-byte read).
- * RPMA_E_NOSUPP: PERSISTENT without rpma_conn_apply_remote_peer_cfg saying
- * direct write to PMem, or a region registered without that flush usage.
- * RPMA_E_INVAL also for an unknown type (librpma does not check). */
+/*
+ * rpma_flush -- post a flush of earlier writes to a remote region
+ *
+ * Completes once the earlier writes to [dst_offset, +len) of dst are placed
+ * (RPMA_FLUSH_TYPE_VISIBILITY) or persistent (RPMA_FLUSH_TYPE_PERSISTENT): the native FLUSH where
+ * the device has it, else librpma's emulation (an 8-byte read).
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_NOSUPP - PERSISTENT without rpma_conn_apply_remote_peer_cfg saying
+ *   direct write to PMem, or a region registered without that flush usage
+ * - RPMA_E_INVAL - conn or dst is NULL, flags is 0, an unknown type (librpma
+ *   does not check), or the range leaves dst
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full)
+ * C++: arpma::connection::async_flush().
+ */
 int rpma_flush(struct rpma_conn* conn, struct rpma_mr_remote* dst, size_t dst_offset, size_t len,
                enum rpma_flush_type type, int flags, const void* op_context);
 
-/* rpma_send / rpma_send_with_imm -- a message from [offset, +len) of src;
- * it consumes a receive posted by the peer (rpma_recv, rpma_conn_req_recv). */
+/*
+ * rpma_send / rpma_send_with_imm -- post a message (with immediate data)
+ *
+ * Sends [offset, +len) of src as one message; it consumes a receive posted by the peer (rpma_recv,
+ * rpma_conn_req_recv, rpma_srq_recv), which completes with IBV_WC_RECV (and imm for
+ * rpma_send_with_imm). A zero-length message may pass NULL for src.
+ *
+ * iWARP has no immediate data: rpma_send_with_imm is refused there by the
+ * device (RPMA_E_PROVIDER, as under librpma; docs/compatibility.md).
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - conn is NULL, flags is 0, src is missing for a non-zero
+ *   length, or the range leaves src or is over 4 GiB
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the send queue is full;
+ *   EINVAL: immediate data on a device without it)
+ * C++: arpma::connection::async_send() / async_send_with_imm().
+ */
 int rpma_send(struct rpma_conn* conn, const struct rpma_mr_local* src, size_t offset, size_t len,
               int flags, const void* op_context);
 int rpma_send_with_imm(struct rpma_conn* conn, const struct rpma_mr_local* src, size_t offset,
                        size_t len, int flags, uint32_t imm, const void* op_context);
 
-/* rpma_recv -- a buffer for the peer's next send (no flags: a receive always
- * completes). dst may be NULL with offset and len 0. */
+/*
+ * rpma_recv -- post a receive buffer
+ *
+ * [offset, +len) of dst takes the peer's next message (no flags: a receive always completes,
+ * IBV_WC_RECV or IBV_WC_RECV_RDMA_WITH_IMM). dst may be NULL with offset and len 0 (a receive for a
+ * write with immediate).
+ *
+ * RETURN VALUE: 0, or:
+ * - RPMA_E_INVAL - conn is NULL, dst is missing for a non-zero length, or the
+ *   range leaves dst or is over 4 GiB
+ * - RPMA_E_PROVIDER - the post failed (ENOMEM: the receive queue is full;
+ *   siw: EINVAL for a receive without a buffer)
+ * C++: arpma::connection::async_recv().
+ */
 int rpma_recv(struct rpma_conn* conn, struct rpma_mr_local* dst, size_t offset, size_t len,
               const void* op_context);
 
