@@ -53,6 +53,11 @@ int dp_connect(const char* who, struct rpma_peer* peer, const char* addr, const 
     if (ret) return dp_fail(who, "rpma_conn_req_new", ret);
     /* Connecting consumes the request, whatever the outcome. */
     ret = rpma_conn_req_connect(&req, NULL, conn_ptr);
+    if (ret == RPMA_E_PROVIDER && now_ms() <= give_up) {
+      /* iWARP refuses in rdma_connect itself (the kernel's TCP connect), not as REJECTED. */
+      pause_ms(RETRY_PAUSE_MS);
+      continue;
+    }
     if (ret) return dp_fail(who, "connecting", ret);
 
     enum rpma_conn_event event = RPMA_CONN_UNDEFINED;

@@ -4,9 +4,9 @@
  * client. Connects with a "hello" in its private data, waits for
  * ESTABLISHED, reads the server's "hello", disconnects and waits for CLOSED,
  * as librpma's examples/01-connection does. While the server is not
- * listening yet (REJECTED or UNREACHABLE) it retries the whole sequence for
- * up to 5 s. Every wait is bounded: the fd is non-blocking and polled for at
- * most 10 s.
+ * listening yet (REJECTED or UNREACHABLE; on iWARP, rpma_conn_req_connect's
+ * RPMA_E_PROVIDER) it retries the whole sequence for up to 5 s. Every wait
+ * is bounded: the fd is non-blocking and polled for at most 10 s.
  *
  * usage: connection_c_client <addr> <port>
  */
@@ -46,6 +46,12 @@ static int connect_with_retry(struct rpma_peer* peer, const char* addr, const ch
     if (ret) return fail("rpma_conn_req_new", ret);
     /* Connecting consumes the request, whatever the outcome. */
     ret = rpma_conn_req_connect(&req, &hello, conn_ptr);
+    if (ret == RPMA_E_PROVIDER && now_ms() <= give_up) {
+      /* iWARP refuses in rdma_connect itself (the kernel's TCP connect), not as REJECTED. */
+      if (attempt == 1) printf("client: server not there yet (refused), retrying for up to 5 s\n");
+      pause_ms(RETRY_PAUSE_MS);
+      continue;
+    }
     if (ret) return fail("connecting", ret);
 
     enum rpma_conn_event event = RPMA_CONN_UNDEFINED;
