@@ -657,8 +657,8 @@ outcome peer_kill::client_killed(phase ph) {
 TEST_P(peer_kill, client_killed_server_reports_frees_and_keeps_serving) {
   const phase ph = GetParam();
   if (ph == phase::transfer && arpma::test::iwarp())
-    GTEST_SKIP() << "siw (Linux 6.1) never completes RDMA reads outstanding when the peer's "
-                    "connection closes (its ORQ is flushed only with a send in progress): "
+    GTEST_SKIP() << "siw (Linux 6.1) does not complete the RDMA reads outstanding when the "
+                    "peer is killed (the receives are flushed, the reads stay pending): "
                     "docs/compatibility.md";
   const auto o = client_killed(ph);
   print("client-killed", ph, "C++", o);
@@ -783,8 +783,8 @@ outcome peer_kill::server_killed(phase ph) {
 TEST_P(peer_kill, server_killed_client_reports_frees_and_connects_again) {
   const phase ph = GetParam();
   if (ph == phase::transfer && arpma::test::iwarp())
-    GTEST_SKIP() << "siw (Linux 6.1) never completes RDMA reads outstanding when the peer's "
-                    "connection closes (its ORQ is flushed only with a send in progress): "
+    GTEST_SKIP() << "siw (Linux 6.1) does not complete the RDMA reads outstanding when the "
+                    "peer is killed (the receives are flushed, the reads stay pending): "
                     "docs/compatibility.md";
   const auto o = server_killed(ph);
   print("server-killed", ph, "C++", o);
