@@ -179,7 +179,8 @@ class conn_req {
 /// Completion signature: `void(arpma::error_code, arpma::conn_req)`
 /// (arpma::error_code converts to the std::error_code; a handler may take either).
 /// Errors: errc::invalid_argument (empty addr or port, negative timeout);
-/// std::errc::timed_out (a phase ran past cfg.timeout); errc::no_memory; the
+/// std::errc::timed_out (a phase's event had not arrived when its cfg.timeout
+/// deadline was handled; one already waiting counts); errc::no_memory; the
 /// provider's errno for a failed call or an ADDR_ERROR/ROUTE_ERROR event (all
 /// compare equal to errc::provider); asio::error::operation_aborted when
 /// cancelled.

@@ -250,6 +250,7 @@ std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
 // The reactor is edge-triggered: read until nothing is left or the next event
 // is never signalled.
 void cm_channel::drain() {
+  const std::lock_guard reading(drain_mutex_);
   for (;;) {
     if (!readable(fd())) return;
     provider::cm_event event;

@@ -74,6 +74,10 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   void release() noexcept;
   /// Drops the descriptor for good (the io_context is going away).
   void shutdown() noexcept;
+  /// Reads and delivers what the channel holds now, as a wake-up of the
+  /// reactor would, one drain at a time (events of one id keep their order).
+  /// For a deadline: an event that arrived while the loop was late counts.
+  void drain();
 
  private:
   struct route {
@@ -82,7 +86,6 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   };
   void watch_locked();
   void on_ready(const std::error_code& ec);
-  void drain();
   /// Hands `event` to its token's sink if it is still attached.
   void deliver(const provider::cm_event& event);
   void release_descriptor() noexcept;
@@ -92,6 +95,9 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   asio::any_io_executor ex_;
   std::optional<asio::posix::stream_descriptor> descriptor_;
   mutable std::mutex mutex_;
+  // Held while reading: two drains (the reactor's and a deadline's) would
+  // otherwise hand one id's events to its strand in either order.
+  std::mutex drain_mutex_;
   std::unordered_map<std::uint64_t, route> sinks_;
   std::uint64_t next_token_ = 1;
   std::size_t holds_ = 0;

@@ -198,11 +198,27 @@ class conn_req_new_op final : public cm_event_sink, public parked_op<conn_req_ne
     timer_->expires_after(cfg_.timeout);
     timer_->async_wait([weak = weak_from_this()](const std::error_code& ec) {
       auto self = weak.lock();
-      if (!ec && self && self->stage_ != stage::done) {
-        ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", self->addr_.c_str(),
-                  self->port_.c_str(), static_cast<long long>(self->cfg_.timeout.count()));
-        self->finish(std::make_error_code(std::errc::timed_out));
-      }
+      if (!ec && self && self->stage_ != stage::done) self->on_deadline();
+    });
+  }
+
+  // A loop that runs late (a busy or descheduled machine) sees the deadline
+  // and the phase's event together, and may take the deadline first: the
+  // event then waits unread in the channel or behind this handler. librpma,
+  // trusting the kernel's timeout alone, succeeds there; so does this: what
+  // has arrived by now is read and delivered first, and the phase fails only
+  // if it is still where it was (CI's Soft-iWARP guest, frozen past 1 s).
+  void on_deadline() {
+    const auto phase = stage_;
+    const auto channel = req_->cm_events;  // alive while it delivers
+    channel->drain();
+    if (stage_ != phase) return;
+    asio::post(executor(), [weak = weak_from_this(), phase] {
+      auto self = weak.lock();
+      if (!self || self->stage_ != phase) return;
+      ARPMA_LOG(log_level::error, "resolving %s:%s timed out after %lld ms", self->addr_.c_str(),
+                self->port_.c_str(), static_cast<long long>(self->cfg_.timeout.count()));
+      self->finish(std::make_error_code(std::errc::timed_out));
     });
   }
 
@@ -263,12 +279,14 @@ result<provider::cm_event> next_event_before(cm_channel& ch, const deadline& unt
     if (until) {
       const auto left =
           std::chrono::ceil<std::chrono::milliseconds>(*until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return std::make_error_code(std::errc::timed_out);
-      wait_ms = static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX));
+      // Past the deadline, one last look: an event that came while this
+      // thread was not running still counts (as in the asynchronous path).
+      wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, INT_MAX));
     }
     pollfd pfd{ch.fd(), POLLIN, 0};
     const int n = ::poll(&pfd, 1, wait_ms);
     if (n < 0 && errno != EINTR) return std::error_code(errno, std::system_category());
+    if (n == 0 && wait_ms == 0) return std::make_error_code(std::errc::timed_out);
     if (n <= 0) continue;
     auto event = ch.read_now();
     if (event || event.error() != errc::no_event) return event;

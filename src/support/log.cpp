@@ -77,8 +77,11 @@ sink_holder& holder() {
 }
 
 // openlog/closelog bracket the library's lifetime, as librpma's constructor does.
+// LOG_NDELAY: the socket to /dev/log opens now, not at the first message, so
+// a process's descriptors do not change under it when a connection first
+// fails (the fd-counting tests on a host with journald saw one "leaked").
 struct syslog_session {
-  syslog_session() noexcept { openlog("rpma", LOG_PID, LOG_LOCAL7); }
+  syslog_session() noexcept { openlog("rpma", LOG_PID | LOG_NDELAY, LOG_LOCAL7); }
   ~syslog_session() { closelog(); }
 } const session;
 

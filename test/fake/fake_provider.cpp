@@ -54,6 +54,25 @@ void fake_provider::fail(const std::string& call, int err, int nth) {
   failures_[call][counts_[call] + nth] = err;
 }
 
+void fake_provider::stall(const std::string& call, std::chrono::milliseconds duration, int nth) {
+  const std::lock_guard lock(mutex_);
+  stalls_[call][counts_[call] + nth] = duration;
+}
+
+void fake_provider::linger(const char* call) {
+  std::chrono::milliseconds duration{};
+  {
+    const std::lock_guard lock(mutex_);
+    auto it = stalls_.find(call);
+    if (it == stalls_.end()) return;
+    auto hit = it->second.find(counts_[call]);
+    if (hit == it->second.end()) return;
+    duration = hit->second;
+    it->second.erase(hit);
+  }
+  std::this_thread::sleep_for(duration);
+}
+
 void fake_provider::on_resolve_addr(std::vector<response> events) {
   const std::lock_guard lock(mutex_);
   addr_events_ = std::move(events);
@@ -381,16 +400,22 @@ std::error_code fake_provider::destroy_id(prov::cm_id* h) noexcept {
 std::error_code fake_provider::resolve_addr(prov::cm_id* h, const sockaddr* /*dst*/,
                                             int /*timeout_ms*/) {
   if (auto ec = enter("resolve_addr")) return ec;
-  const std::lock_guard lock(mutex_);
-  as<id>(h)->addr_requested = true;
-  schedule(as<id>(h), addr_events_);
+  {
+    const std::lock_guard lock(mutex_);
+    as<id>(h)->addr_requested = true;
+    schedule(as<id>(h), addr_events_);
+  }
+  linger("resolve_addr");
   return {};
 }
 
 std::error_code fake_provider::resolve_route(prov::cm_id* h, int /*timeout_ms*/) {
   if (auto ec = enter("resolve_route")) return ec;
-  const std::lock_guard lock(mutex_);
-  schedule(as<id>(h), route_events_);
+  {
+    const std::lock_guard lock(mutex_);
+    schedule(as<id>(h), route_events_);
+  }
+  linger("resolve_route");
   return {};
 }
 

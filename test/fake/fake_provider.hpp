@@ -39,6 +39,10 @@ class fake_provider final : public prov::provider {
   // ---- scripting -----------------------------------------------------------
   /// The `nth` call (1-based, counted from now) to `call` fails with `err`.
   void fail(const std::string& call, int err, int nth = 1);
+  /// The `nth` call (1-based, counted from now) to resolve_addr or
+  /// resolve_route takes `duration` longer, after its events are scheduled:
+  /// the calling thread is away while they arrive (a descheduled thread).
+  void stall(const std::string& call, std::chrono::milliseconds duration, int nth = 1);
   /// Events each resolve_addr / resolve_route call produces (default: the
   /// matching *_RESOLVED at once). An empty list: the call produces nothing.
   void on_resolve_addr(std::vector<response> events);
@@ -223,6 +227,8 @@ class fake_provider final : public prov::provider {
 
   // Records the call; returns the scripted failure for it, if any.
   std::error_code enter(const char* call);
+  /// Sleeps for what stall() scripted for this call of `call`, if anything.
+  void linger(const char* call);
   void violation(std::string what);
   void schedule(id* target, const std::vector<response>& events);
   // Called with the mutex held: drops what is queued or delayed for `target`
@@ -242,6 +248,7 @@ class fake_provider final : public prov::provider {
   std::size_t taken_ = 0;
   std::vector<std::string> violations_;
   std::map<std::string, int> counts_;
+  std::map<std::string, std::map<int, std::chrono::milliseconds>> stalls_;
   std::map<std::string, std::map<int, int>> failures_;  // call -> (count at which) -> errno
   std::vector<response> addr_events_;
   std::vector<response> route_events_;

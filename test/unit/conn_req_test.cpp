@@ -29,6 +29,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -448,6 +449,52 @@ TEST_P(conn_req_flavour_test, route_resolution_past_the_timeout_times_out) {
   io.run();
   EXPECT_EQ(out.ec, std::errc::timed_out);
   EXPECT_EQ(fake.live_objects(), 1u);
+}
+
+// A late loop (CI's Soft-iWARP guest, frozen by its host past the 1 s
+// default): the deadline fires while a handler holds the request's strand,
+// then the address event arrives; both wait on the strand, the deadline
+// first. What has arrived when the deadline is handled counts, as librpma
+// (no deadline but the kernel's) would have it.
+TEST_F(conn_req_new_test, an_event_waiting_behind_the_deadline_completes_the_phase) {
+  fake.on_resolve_addr({{event::addr_resolved, 0, 150ms}});
+  arpma::conn_cfg cfg;
+  cfg.timeout = 100ms;
+  auto strand = asio::make_strand(io);
+  outcome out;
+  arpma::async_conn_req_new(strand, *peer, "192.0.2.1", "7204", cfg,
+                            [&out](std::error_code ec, arpma::conn_req req) {
+                              out.ec = ec;
+                              out.req = std::move(req);
+                              ++out.calls;
+                            });
+  // After the operation's first step (posted first): the strand stays busy
+  // past the deadline (100 ms) and the event (150 ms), while the other
+  // thread's reactor queues both on it in that order.
+  asio::post(strand, [] { std::this_thread::sleep_for(650ms); });
+  std::thread other([this] { io.run(); });
+  io.run();
+  other.join();
+  EXPECT_EQ(out.calls, 1);
+  EXPECT_FALSE(out.ec) << out.ec.message();
+  EXPECT_TRUE(out.req);
+  out.req = {};
+  io.restart();
+  io.run();
+}
+
+// The blocking path: its thread is away past the deadline (a provider call
+// that takes 150 ms, its event queued at once); the event waiting in the
+// channel then counts, where the thread only looks once more.
+TEST_F(conn_req_new_test, blocking_an_event_that_came_while_the_thread_was_away_counts) {
+  blocking = true;
+  fake.stall("resolve_route", 150ms);
+  arpma::conn_cfg cfg;
+  cfg.timeout = 100ms;
+  outcome out;
+  start(out, cfg);
+  EXPECT_FALSE(out.ec) << out.ec.message();
+  EXPECT_TRUE(out.req);
 }
 
 TEST_P(conn_req_flavour_test, invalid_arguments_touch_nothing) {
