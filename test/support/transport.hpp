@@ -4,20 +4,38 @@
 // behaviour there instead of the RoCE one.
 #pragma once
 
+#include "support/test_addr.hpp"
+
 #include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdlib>
+#include <string_view>
 
 namespace arpma::test {
 
-/// True when an RDMA device of this machine is iWARP (the guest has one
-/// device; the host, whose tests use the soft provider, has none).
+/// True when the tests run on rdma-core and the device that test_addr()
+/// belongs to is iWARP: rdma_cm binds an id to that address and says which
+/// device it got, so a machine with devices of both kinds answers for the one
+/// the tests use. The soft provider, and an address no device has, are not.
 inline bool iwarp() {
   static const bool found = [] {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    bool any = false;
-    for (int i = 0; i < n; ++i) any = any || list[i]->transport_type == IBV_TRANSPORT_IWARP;
-    if (list != nullptr) ibv_free_device_list(list);
-    return any;
+    const char* provider = std::getenv("ARPMA_PROVIDER");  // NOLINT(concurrency-mt-unsafe)
+    if (provider != nullptr && std::string_view(provider) == "soft") return false;
+    addrinfo hints{};
+    hints.ai_flags = AI_NUMERICHOST;
+    addrinfo* addr = nullptr;
+    if (getaddrinfo(test_addr().c_str(), nullptr, &hints, &addr) != 0) return false;
+    rdma_cm_id* id = nullptr;
+    bool is_iwarp = false;
+    if (rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) == 0) {
+      if (rdma_bind_addr(id, addr->ai_addr) == 0 && id->verbs != nullptr)
+        is_iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+      rdma_destroy_id(id);
+    }
+    freeaddrinfo(addr);
+    return is_iwarp;
   }();
   return found;
 }
