@@ -60,17 +60,12 @@ void fake_provider::stall(const std::string& call, std::chrono::milliseconds dur
 }
 
 void fake_provider::linger(const char* call) {
-  std::chrono::milliseconds duration{};
+  std::optional<std::chrono::milliseconds> duration;
   {
     const std::lock_guard lock(mutex_);
-    auto it = stalls_.find(call);
-    if (it == stalls_.end()) return;
-    auto hit = it->second.find(counts_[call]);
-    if (hit == it->second.end()) return;
-    duration = hit->second;
-    it->second.erase(hit);
+    duration = take_scripted(stalls_, call, counts_[call]);
   }
-  std::this_thread::sleep_for(duration);
+  if (duration) std::this_thread::sleep_for(*duration);
 }
 
 void fake_provider::on_resolve_addr(std::vector<response> events) {
@@ -107,13 +102,8 @@ std::error_code fake_provider::enter(const char* call) {
   const std::lock_guard lock(mutex_);
   calls_.emplace_back(call);
   const int count = ++counts_[call];
-  auto it = failures_.find(call);
-  if (it == failures_.end()) return {};
-  auto hit = it->second.find(count);
-  if (hit == it->second.end()) return {};
-  const int err = hit->second;
-  it->second.erase(hit);
-  return sys(err);
+  const auto err = take_scripted(failures_, call, count);
+  return err ? sys(*err) : std::error_code{};
 }
 
 void fake_provider::violation(std::string what) {

@@ -229,6 +229,19 @@ class fake_provider final : public prov::provider {
   std::error_code enter(const char* call);
   /// Sleeps for what stall() scripted for this call of `call`, if anything.
   void linger(const char* call);
+  /// What fail() or stall() scripted for the `count`th call to `call`, taken
+  /// out of `script` (called with the mutex held).
+  template <class T>
+  static std::optional<T> take_scripted(std::map<std::string, std::map<int, T>>& script,
+                                        const std::string& call, int count) {
+    auto it = script.find(call);
+    if (it == script.end()) return std::nullopt;
+    auto hit = it->second.find(count);
+    if (hit == it->second.end()) return std::nullopt;
+    T value = hit->second;
+    it->second.erase(hit);
+    return value;
+  }
   void violation(std::string what);
   void schedule(id* target, const std::vector<response>& events);
   // Called with the mutex held: drops what is queued or delayed for `target`

@@ -7,7 +7,6 @@
 #include "support/test_addr.hpp"
 
 #include <infiniband/verbs.h>
-#include <netdb.h>
 #include <rdma/rdma_cma.h>
 
 #include <cstdlib>
@@ -23,18 +22,14 @@ inline bool iwarp() {
   static const bool found = [] {
     const char* provider = std::getenv("ARPMA_PROVIDER");  // NOLINT(concurrency-mt-unsafe)
     if (provider != nullptr && std::string_view(provider) == "soft") return false;
-    addrinfo hints{};
-    hints.ai_flags = AI_NUMERICHOST;
-    addrinfo* addr = nullptr;
-    if (getaddrinfo(test_addr().c_str(), nullptr, &hints, &addr) != 0) return false;
+    boost::asio::ip::tcp::endpoint addr(boost::asio::ip::make_address(test_addr()), 0);
     rdma_cm_id* id = nullptr;
     bool is_iwarp = false;
     if (rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) == 0) {
-      if (rdma_bind_addr(id, addr->ai_addr) == 0 && id->verbs != nullptr)
+      if (rdma_bind_addr(id, addr.data()) == 0 && id->verbs != nullptr)
         is_iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
       rdma_destroy_id(id);
     }
-    freeaddrinfo(addr);
     return is_iwarp;
   }();
   return found;
