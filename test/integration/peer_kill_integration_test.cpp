@@ -5,7 +5,9 @@
 // survives). The survivor must report the right event or error within a
 // bound, release every descriptor it made for that connection, and then
 // work with a fresh peer. Provider: whatever the environment chooses (soft
-// on loopback here; rdma-core in the Soft-RoCE guest).
+// on loopback here; rdma-core in the Soft-RoCE guest). Between two guests the
+// child runs on the other node (support/peer_process.hpp): its death is then
+// another kernel's, seen over the link.
 //
 // The child tells the parent over a pipe when it reached its phase (the
 // "hook") and then waits — sleeping, or still transferring — until the
@@ -19,16 +21,15 @@
 #include "arpma/peer.hpp"
 #include "support/bytes.hpp"
 #include "support/open_fds.hpp"
+#include "support/peer_process.hpp"
 #include "support/test_addr.hpp"
 #include "support/transport.hpp"
 #include "support/wait.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librpma.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -49,13 +50,12 @@
 #include <utility>
 #include <vector>
 
-extern char** environ;  // NOLINT(readability-redundant-declaration)
-
 namespace peer_kill_integration_test {
 
 using arpma::test::bytes;
 using arpma::test::fd_targets;
 using arpma::test::open_fds;
+using arpma::test::peer_addr;
 using arpma::test::test_addr;
 using arpma::test::text;
 namespace asio = boost::asio;
@@ -156,8 +156,8 @@ struct writer {
 /// The child as the client: runs to `ph` and tells the hook. Exit status
 /// (if it gets to exit at all) says where it stopped.
 int child_client(phase ph, const std::string& port, int fd) {
-  const std::string addr = test_addr();
-  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::local);
+  const std::string addr = peer_addr();  // the test's node
+  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::remote);
   if (!dev) return 10;
   auto peer = arpma::peer::create(dev.value());
   if (!peer) return 11;
@@ -267,90 +267,36 @@ const bool child_ran = [] {
                                                : child_server(p, fd));
 }();
 
-/// A child process playing `r` up to `ph`; killed (SIGKILL) and reaped when
-/// the object goes, whatever happened.
+/// A child process playing `r` up to `ph` (here, or on another node:
+/// support/peer_process.hpp); killed (SIGKILL) and reaped when the object goes.
 class child {
  public:
-  child(role r, phase ph, std::uint16_t port) {
-    std::array<int, 2> fds{};
-    if (::pipe2(fds.data(), O_CLOEXEC) != 0) return;
-    from_ = fds[0];
-    std::string spec = "ARPMA_PEER_KILL_CHILD=" + std::to_string(static_cast<int>(r)) + ":" +
-                       std::to_string(static_cast<int>(ph)) + ":" + std::to_string(port) + ":" +
-                       std::to_string(fds[1]);
-    std::vector<char*> env;
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(spec.data());
-    env.push_back(nullptr);
-    std::string argv0 = "peer_kill_integration_test";
-    std::array<char*, 2> argv = {argv0.data(), nullptr};
-    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    // Exec at once: the child starts single-threaded with a provider of its
-    // own (only async-signal-safe calls between fork and exec).
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      (void)::fcntl(fds[1], F_SETFD, 0);
-      if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
-      ::execve("/proc/self/exe", argv.data(), env.data());
-      ::_exit(127);
-    }
-    if (devnull >= 0) ::close(devnull);
-    ::close(fds[1]);
-  }
-  child(const child&) = delete;
-  child& operator=(const child&) = delete;
-  ~child() { finish(); }
+  child(role r, phase ph, std::uint16_t port)
+      : proc_("ARPMA_PEER_KILL_CHILD", std::to_string(static_cast<int>(r)) + ":" +
+                                           std::to_string(static_cast<int>(ph)) + ":" +
+                                           std::to_string(port)) {}
 
-  /// Kills and reaps the child, closes the pipe: nothing of it is left.
-  void finish() {
-    kill();
-    if (from_ >= 0) ::close(std::exchange(from_, -1));
-  }
-
-  [[nodiscard]] bool started() const { return pid_ > 0 && from_ >= 0; }
-  [[nodiscard]] int pipe() const { return from_; }
+  [[nodiscard]] bool started() const { return proc_.started(); }
+  /// Whether the child has said something not read yet.
+  [[nodiscard]] bool ready() const { return proc_.ready(); }
 
   /// The next message from the child (tag, port), or nothing within 10 s.
-  std::optional<std::pair<char, std::uint16_t>> next() const {
-    std::array<unsigned char, 3> msg{};
-    std::size_t got = 0;
-    while (got < msg.size() && readable(from_, 10000)) {
-      const auto n = ::read(from_, msg.data() + got, msg.size() - got);
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    if (got < msg.size()) return std::nullopt;
-    return std::pair{static_cast<char>(msg[0]), static_cast<std::uint16_t>(msg[1] << 8 | msg[2])};
+  std::optional<std::pair<char, std::uint16_t>> next() {
+    const auto msg = proc_.read(3, 10s);
+    if (msg.size() < 3) return std::nullopt;
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(msg[i]); };
+    return std::pair{msg[0], static_cast<std::uint16_t>(byte(1) << 8 | byte(2))};
   }
-  bool hook() const {
+  bool hook() {
     const auto m = next();
     return m && m->first == 'H';
   }
-
-  /// SIGSTOP, and wait until every thread of the child has stopped: the
-  /// signal alone takes effect later, and a child still running for a moment
-  /// could answer what the caller sends next (seen once in CI).
-  void stop() const {
-    ::kill(pid_, SIGSTOP);
-    int st = 0;
-    (void)::waitpid(pid_, &st, WUNTRACED);
-  }
-  /// SIGKILL and reap: once this returns, the kernel has closed everything
-  /// the child had. Its status (128 + signal, or the exit status).
-  int kill() {
-    if (pid_ <= 0) return status_;
-    ::kill(pid_, SIGKILL);
-    int st = 0;
-    (void)::waitpid(pid_, &st, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return status_;
-  }
+  void stop() { proc_.stop(); }
+  int kill() { return proc_.kill(); }
+  void finish() { proc_.finish(); }
 
  private:
-  pid_t pid_ = -1;
-  int from_ = -1;
-  int status_ = -1;
+  arpma::test::peer_process proc_;
 };
 
 std::string describe(const std::error_code& ec) {
@@ -533,6 +479,7 @@ class peer_kill : public ::testing::TestWithParam<phase> {
   outcome server_killed(phase ph);
 
   std::string addr = test_addr();
+  std::string child_addr = peer_addr();  ///< where a child that serves listens
   std::optional<arpma::peer> peer;
   asio::io_context io;
   std::vector<char> server_memory = std::vector<char>(region);
@@ -636,7 +583,7 @@ outcome peer_kill::client_killed(phase ph) {
                     ops.handler([&read, slot] { read(slot); }));
   };
   for (std::size_t i = 0; i < 4; ++i) read(i);
-  (void)run_until([&] { return readable(c.pipe()) && ops.succeeded >= 16; });
+  (void)run_until([&] { return c.ready() && ops.succeeded >= 16; });
   EXPECT_TRUE(c.hook()) << "the child's writes did not get going";
   EXPECT_EQ(c.kill(), 128 + SIGKILL);
   const auto t0 = clock_type::now();
@@ -679,7 +626,7 @@ outcome peer_kill::server_killed(phase ph) {
   if (ph == phase::resolve) {
     EXPECT_TRUE(c.hook());
     std::optional<std::pair<std::error_code, arpma::connection>> end;
-    arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {},
+    arpma::async_conn_req_new(io.get_executor(), *peer, child_addr, server_port, {},
                               [&](std::error_code ec, arpma::conn_req req) {
                                 if (ec) {
                                   end.emplace(ec, arpma::connection());
@@ -700,14 +647,15 @@ outcome peer_kill::server_killed(phase ph) {
   if (ph == phase::connect || ph == phase::accept) {
     std::optional<std::pair<std::error_code, arpma::connection>> end;
     auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
-      arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {}, std::move(h));
+      arpma::async_conn_req_new(io.get_executor(), *peer, child_addr, server_port, {},
+                                std::move(h));
     });
     EXPECT_FALSE(ec) << ec.message();
     if (ec) return o;
     req.async_connect(
         {}, [&](std::error_code e, arpma::connection x) { end.emplace(e, std::move(x)); });
     // The server took the request (connect) or accepted it (accept).
-    (void)run_until([&] { return readable(c.pipe()); });
+    (void)run_until([&] { return c.ready(); });
     EXPECT_TRUE(c.hook());
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
@@ -718,7 +666,7 @@ outcome peer_kill::server_killed(phase ph) {
     return o;
   }
   auto [ec, req] = wait_for<arpma::conn_req>(io, [&](auto h) {
-    arpma::async_conn_req_new(io.get_executor(), *peer, addr, server_port, {}, std::move(h));
+    arpma::async_conn_req_new(io.get_executor(), *peer, child_addr, server_port, {}, std::move(h));
   });
   EXPECT_FALSE(ec) << ec.message();
   if (ec) return o;
@@ -727,7 +675,7 @@ outcome peer_kill::server_killed(phase ph) {
   EXPECT_FALSE(cec) << cec.message();
   if (cec) return o;
   if (ph == phase::disconnect) {
-    (void)run_until([&] { return readable(c.pipe()); });
+    (void)run_until([&] { return c.ready(); });
     EXPECT_TRUE(c.hook());
     EXPECT_EQ(c.kill(), 128 + SIGKILL);
     const auto t0 = clock_type::now();
@@ -762,7 +710,7 @@ outcome peer_kill::server_killed(phase ph) {
     write(i);
     read(i);
   }
-  (void)run_until([&] { return readable(c.pipe()) && ops.succeeded >= 32; });
+  (void)run_until([&] { return c.ready() && ops.succeeded >= 32; });
   EXPECT_TRUE(c.hook());
   EXPECT_EQ(c.kill(), 128 + SIGKILL);
   const auto t0 = clock_type::now();
@@ -943,6 +891,7 @@ class peer_kill_capi : public ::testing::Test {
   }
 
   std::string addr = test_addr();
+  std::string child_addr = peer_addr();  ///< where a child that serves listens
   rpma_peer* peer = nullptr;
   rpma_ep* ep = nullptr;
   std::vector<char> memory = std::vector<char>(region);
@@ -1021,7 +970,7 @@ TEST_F(peer_kill_capi, server_killed_before_accepting_connect_reports_it) {
   const auto listening = c.next();
   ASSERT_TRUE(listening && listening->first == 'P');
   rpma_conn_req* req = nullptr;
-  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), std::to_string(listening->second).c_str(),
+  ASSERT_EQ(rpma_conn_req_new(peer, child_addr.c_str(), std::to_string(listening->second).c_str(),
                               nullptr, &req),
             0);
   rpma_conn* conn = nullptr;
@@ -1045,7 +994,7 @@ TEST_F(peer_kill_capi, server_killed_transferring_work_flushes_and_closed_follow
   const auto listening = c.next();
   ASSERT_TRUE(listening && listening->first == 'P');
   rpma_conn_req* req = nullptr;
-  ASSERT_EQ(rpma_conn_req_new(peer, addr.c_str(), std::to_string(listening->second).c_str(),
+  ASSERT_EQ(rpma_conn_req_new(peer, child_addr.c_str(), std::to_string(listening->second).c_str(),
                               nullptr, &req),
             0);
   rpma_conn* conn = nullptr;

@@ -1,9 +1,11 @@
 // arpma::stream when the peer is killed (SIGKILL) mid-stream: the survivor's
 // pending read or write ends with connection_reset, never a hang. The peer
-// is this binary re-executed (a provider of its own, no threads inherited).
+// is this binary re-executed (a provider of its own, no threads inherited),
+// on this node or, between two guests, on the other one.
 #include "arpma/stream.hpp"
 
 #include "arpma/peer.hpp"
+#include "support/peer_process.hpp"
 #include "support/stream_pair.hpp"
 #include "support/wait.hpp"
 
@@ -11,12 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/write.hpp>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +23,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 namespace stream_peer_kill_integration_test {
 
 namespace asio = boost::asio;
@@ -34,6 +30,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using arpma::test::peer_addr;
 using arpma::test::small_cfg;
 using arpma::test::test_addr;
 
@@ -41,12 +38,13 @@ using arpma::test::test_addr;
 // ('w') or never reads ('i'), until it is killed (60 s at most).
 int child_main(char mode, const std::string& port, int fd) {
   asio::io_context io;
-  auto dev = arpma::get_ibv_context(test_addr(), arpma::ibv_context_type::local);
+  const auto addr = peer_addr();  // the test's node
+  auto dev = arpma::get_ibv_context(addr, arpma::ibv_context_type::remote);
   if (!dev) return 20;
   auto p = arpma::peer::create(dev.value());
   if (!p) return 21;
   arpma::stream s;
-  arpma::async_connect_stream(io.get_executor(), p.value(), test_addr(), port, small_cfg(),
+  arpma::async_connect_stream(io.get_executor(), p.value(), addr, port, small_cfg(),
                               [&](arpma::error_code, arpma::stream made) { s = std::move(made); });
   if (!arpma::test::run_until(
           io, [&] { return static_cast<bool>(s); }, 10s))
@@ -81,52 +79,18 @@ const bool child_ran = [] {
   ::_exit(child_main(mode, std::to_string(port), fd));
 }();
 
-/// The child process, killed and reaped when the object goes.
+/// The child process (here, or on another node: support/peer_process.hpp),
+/// killed and reaped when the object goes.
 class child {
  public:
-  child(char mode, std::uint16_t port) {
-    std::array<int, 2> fds{};
-    if (::pipe2(fds.data(), O_CLOEXEC) != 0) return;
-    from_ = fds[0];
-    std::string spec = std::string("ARPMA_STREAM_CHILD=") + mode + ":" + std::to_string(port) +
-                       ":" + std::to_string(fds[1]);
-    std::vector<char*> env;
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(spec.data());
-    env.push_back(nullptr);
-    std::string argv0 = "stream_peer_kill_integration_test";
-    std::array<char*, 2> argv = {argv0.data(), nullptr};
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      (void)::fcntl(fds[1], F_SETFD, 0);
-      ::execve("/proc/self/exe", argv.data(), env.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-  }
-  child(const child&) = delete;
-  child& operator=(const child&) = delete;
-  ~child() {
-    kill();
-    if (from_ >= 0) ::close(from_);
-  }
+  child(char mode, std::uint16_t port)
+      : proc_("ARPMA_STREAM_CHILD", std::string(1, mode) + ":" + std::to_string(port)) {}
   /// Whether it said it is connected within 10 s.
-  [[nodiscard]] bool connected() const {
-    pollfd p{from_, POLLIN, 0};
-    char c = 0;
-    return pid_ > 0 && ::poll(&p, 1, 10000) == 1 && ::read(from_, &c, 1) == 1 && c == 'C';
-  }
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  [[nodiscard]] bool connected() { return proc_.started() && proc_.read(1, 10s) == "C"; }
+  void kill() { (void)proc_.kill(); }
 
  private:
-  pid_t pid_ = -1;
-  int from_ = -1;
+  arpma::test::peer_process proc_;
 };
 
 class stream_peer_kill : public ::testing::Test {

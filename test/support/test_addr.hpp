@@ -1,6 +1,6 @@
 // Where the two-sided tests connect: loopback on the host, the guest's rxe
-// address inside the Soft-RoCE guest (ARPMA_TEST_ADDR), and a port there that
-// nothing listens on.
+// address inside the Soft-RoCE guest (ARPMA_TEST_ADDR), the other node's for a
+// peer process there (ARPMA_TEST_PEER_ADDR), and a port that nothing listens on.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -16,6 +16,13 @@ namespace arpma::test {
 inline std::string test_addr() {
   const char* env = std::getenv("ARPMA_TEST_ADDR");  // NOLINT(concurrency-mt-unsafe)
   return env != nullptr && *env != '\0' ? env : "127.0.0.1";
+}
+
+/// Where the other process of a two-process test is: ARPMA_TEST_PEER_ADDR (another node's
+/// address, test/vm/two-nodes-suite.sh), else test_addr().
+inline std::string peer_addr() {
+  const char* env = std::getenv("ARPMA_TEST_PEER_ADDR");  // NOLINT(concurrency-mt-unsafe)
+  return env != nullptr && *env != '\0' ? env : test_addr();
 }
 
 /// A port on `addr` that was free a moment ago (the kernel's pick for port 0), as text for

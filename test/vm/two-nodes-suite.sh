@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One side of the two-node suite (issue 20, item 1): every example pair of BUILD_DIR with its
 # server in node A and its client in node B, two (--full: five) of them again over IPv6, the C examples with
-# one side on Debian's librpma and the other on arpma (both ways), then arpma-perf between the
-# nodes, on the verbs provider (each node's rxe0). Run by test/vm/run-two-nodes.sh:
+# one side on Debian's librpma and the other on arpma (both ways), arpma-perf between the
+# nodes, then the two-process integration tests with their peer process in node A, on the verbs
+# provider (each node's rxe0). Run by test/vm/run-two-nodes.sh:
 #
 #   test/vm/run-two-nodes.sh --server 'test/vm/two-nodes-suite.sh server build/default' \
 #                            --client 'test/vm/two-nodes-suite.sh client build/default'
@@ -115,9 +116,40 @@ else
   done
 fi
 
+# The two-process integration tests (peer killed at every phase, C++, C and streams) with the
+# test in node B and its peer process in node A, started there by test/support/peer_agent.cpp:
+# the peer's death is node A's kernel tearing its objects down, seen over the link.
+agent_port=7399
+if [[ $side == server ]]; then
+  rc=0
+  # The peer's own address and the test's, as the child reads them (support/test_addr.hpp).
+  ARPMA_TEST_ADDR=$addr ARPMA_TEST_PEER_ADDR=$NODE_CLIENT_IP timeout 600 \
+    "$build/test/peer_agent" "$addr" "$agent_port" "$build" 540 </dev/null || rc=$?
+  [[ $rc -eq 0 ]] || failed+=("peer_agent")
+else
+  for _ in $(seq 60); do
+    timeout 2 bash -c "exec 3<>/dev/tcp/$addr/$agent_port" 2>/dev/null && break
+    sleep 1
+  done
+  # ctest logs under the build's Testing/, the host's directory: a tmpfs of this node's own.
+  mkdir -p "$build/Testing" && mount -t tmpfs tmpfs "$build/Testing"
+  t0=$EPOCHREALTIME
+  rc=0
+  env ARPMA_TEST_ADDR="$NODE_CLIENT_IP" ARPMA_TEST_PEER_ADDR="$addr" \
+    ARPMA_TEST_PEER_AGENT="$addr:$agent_port" timeout 400 \
+    ctest --test-dir "$build" -L integration -R 'peer_kill' --no-tests=error \
+    --output-on-failure -j "$(nproc)" </dev/null || rc=$?
+  printf 'two-process integration tests, peer in node A: exit status %d (%.1f s)\n' "$rc" \
+    "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')"
+  [[ $rc -eq 0 ]] || failed+=("two-process integration tests")
+  umount "$build/Testing"
+  exec 3<>"/dev/tcp/$addr/$agent_port" && echo quit >&3 && exec 3>&-
+fi
+
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "two-nodes ($side): FAILED: ${failed[*]}"
   exit 1
 fi
 echo "two-nodes ($side): ${#pairs[@]} example programs, ${#ipv6[@]} over IPv6," \
-  "$((2 * ${#interop[@]})) interop runs against Debian's librpma and arpma-perf passed"
+  "$((2 * ${#interop[@]})) interop runs against Debian's librpma, arpma-perf and the" \
+  "two-process integration tests passed"
