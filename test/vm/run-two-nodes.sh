@@ -12,8 +12,9 @@
 # network is involved. Both COMMANDs run under `bash -c` in the repository's directory, with
 # NODE_SERVER_IP, NODE_CLIENT_IP and their IPv6 twins NODE_SERVER_IP6, NODE_CLIENT_IP6 set
 # (and RXE_VM_* of their own node, as in
-# run-in-rxe-vm.sh). The client's COMMAND must wait for the server itself (e.g. retry its
-# connect): the guests boot at their own pace.
+# run-in-rxe-vm.sh). The client's COMMAND starts once node A answers on the link
+# (test/vm/wait-for-node.sh, 60 s at most), but must still wait for the server itself (e.g.
+# retry its connect): the guests boot at their own pace.
 #
 # Prints both outputs, each line prefixed with [A] or [B]. Exit status: 0 when both commands
 # exit 0; else the server's status if it failed, else the client's; 124 on timeout; 125 when
@@ -61,7 +62,8 @@ t0=$SECONDS
   --nic "udp:${ports[0]}:${ports[1]}" -- bash -c "$server" > >(sed -u 's/^/[A] /') 2>&1 &
 pids+=($!)
 "$here/run-in-rxe-vm.sh" --timeout "$timeout" --ip "$NODE_CLIENT_IP" \
-  --nic "udp:${ports[1]}:${ports[0]}" -- bash -c "$client" > >(sed -u 's/^/[B] /') 2>&1 &
+  --nic "udp:${ports[1]}:${ports[0]}" -- \
+  bash -c "\"$here/wait-for-node.sh\" $NODE_SERVER_IP 60; $client" > >(sed -u 's/^/[B] /') 2>&1 &
 pids+=($!)
 
 rc_a=0 rc_b=0
