@@ -9,7 +9,10 @@
 // FD a pipe whose bytes it relays as frames {'d', byte}; then 'S' stops the process (answered
 // {'s'} once every thread has stopped), 'K' kills and reaps it (answered {'k', status >> 8,
 // status & 255}, status 128 + signal or the exit status, then the connection ends), and the
-// connection's end kills it. A test node's private link only; still, only programs under ROOT.
+// connection's end kills it. A test node's private link only; still, only programs under ROOT
+// and only ARPMA_* variables.
+#include "support/peer_process.hpp"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -25,8 +28,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-extern char** environ;  // NOLINT(readability-redundant-declaration)
 
 namespace {
 
@@ -64,6 +65,18 @@ std::string read_line(int fd) {
   return {};
 }
 
+/// "ARPMA_…=value": only the tests' own variables, never one that changes how a program
+/// loads (LD_PRELOAD and the like).
+bool test_variable(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || assignment.rfind("ARPMA_", 0) != 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    const char c = assignment[i];
+    if ((c < 'A' || c > 'Z') && c != '_') return false;
+  }
+  return true;
+}
+
 bool send_all(int fd, const std::string& bytes) {
   return ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
 }
@@ -80,26 +93,6 @@ bool relay(int from, int to) {
     for (ssize_t i = 0; i < n; ++i) frames += std::string{'d', buf[static_cast<std::size_t>(i)]};
     if (!send_all(to, frames)) return false;
   }
-}
-
-pid_t spawn(const std::string& path, const std::string& assignment, int write_end) {
-  std::string with_fd = assignment + ":" + std::to_string(write_end);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  env.push_back(with_fd.data());
-  env.push_back(nullptr);
-  std::string argv0 = "peer_process";
-  std::array<char*, 2> argv = {argv0.data(), nullptr};
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    (void)::fcntl(write_end, F_SETFD, 0);
-    if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
-    ::execve(path.c_str(), argv.data(), env.data());
-    ::_exit(127);
-  }
-  if (devnull >= 0) ::close(devnull);
-  return pid;
 }
 
 int reap(pid_t pid, int options) {
@@ -121,13 +114,14 @@ int serve(int sock, const std::string& root, clock_type::time_point deadline) {
   std::array<char, PATH_MAX> real{};
   if (exec.rfind("exec ", 0) != 0 || env.rfind("env ", 0) != 0 ||
       ::realpath(exec.substr(5).c_str(), real.data()) == nullptr ||
-      std::string(real.data()).rfind(root + "/", 0) != 0 || env.find('=') == std::string::npos) {
+      std::string(real.data()).rfind(root + "/", 0) != 0 || !test_variable(env.substr(4))) {
     std::fprintf(stderr, "peer_agent: refused request '%s' / '%s'\n", exec.c_str(), env.c_str());
     return 1;
   }
   std::array<int, 2> fds{};
   if (::pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) != 0) return 1;
-  const pid_t child = spawn(real.data(), env.substr(4), fds[1]);
+  const pid_t child =
+      arpma::test::spawn_with(real.data(), env.substr(4) + ":" + std::to_string(fds[1]), fds[1]);
   ::close(fds[1]);
   if (child < 0) return 1;
   bool piping = true;

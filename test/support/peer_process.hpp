@@ -34,6 +34,29 @@ inline std::string peer_agent() {
   return env != nullptr ? env : "";
 }
 
+/// Runs `path` with `assignment` ("NAME=value") added to this process's environment and
+/// `keep_fd` (when >= 0) inherited: fork, then exec at once, so that the child starts
+/// single-threaded with a provider of its own (nothing but async-signal-safe calls between
+/// fork and exec). Its stdout goes nowhere. The child's pid, or -1.
+inline pid_t spawn_with(const char* path, std::string assignment, int keep_fd) {
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.push_back(assignment.data());
+  env.push_back(nullptr);
+  std::string argv0 = "peer_process";
+  std::array<char*, 2> argv = {argv0.data(), nullptr};
+  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (keep_fd >= 0) (void)::fcntl(keep_fd, F_SETFD, 0);
+    if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
+    ::execve(path, argv.data(), env.data());
+    ::_exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  return pid;
+}
+
 class peer_process {
  public:
   /// Starts this binary with `var`=`spec`:fd; started() says whether that worked.
@@ -114,24 +137,7 @@ class peer_process {
     std::array<int, 2> fds{};
     if (::pipe2(fds.data(), O_CLOEXEC) != 0) return;
     fd_ = fds[0];
-    std::string assignment = var + "=" + spec + ":" + std::to_string(fds[1]);
-    std::vector<char*> env;
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(assignment.data());
-    env.push_back(nullptr);
-    std::string argv0 = "peer_process";
-    std::array<char*, 2> argv = {argv0.data(), nullptr};
-    const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    // Exec at once: the child starts single-threaded with a provider of its own (only
-    // async-signal-safe calls between fork and exec).
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      (void)::fcntl(fds[1], F_SETFD, 0);
-      if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
-      ::execve("/proc/self/exe", argv.data(), env.data());
-      ::_exit(127);
-    }
-    if (devnull >= 0) ::close(devnull);
+    pid_ = spawn_with("/proc/self/exe", var + "=" + spec + ":" + std::to_string(fds[1]), fds[1]);
     ::close(fds[1]);
   }
 

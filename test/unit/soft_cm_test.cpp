@@ -3,6 +3,7 @@
 // migration, hostile peers, and two processes. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
 
+#include "support/peer_process.hpp"
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 #include "support/wait.hpp"
@@ -18,8 +19,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;  // NOLINT: POSIX
 
 #include <algorithm>
 #include <array>
@@ -1069,22 +1068,7 @@ int child_active_side(std::uint16_t port, bool stay, int ready_fd) {
 pid_t spawn_active_side(std::uint16_t port, bool stay, int ready_fd) {
   std::string spec = "ARPMA_SOFT_CM_CHILD=" + std::to_string(port) + ":" + (stay ? "1" : "0") +
                      ":" + std::to_string(ready_fd);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  env.push_back(spec.data());
-  env.push_back(nullptr);
-  std::string name = "soft_cm_test";
-  std::array<char*, 2> argv = {name.data(), nullptr};
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (ready_fd >= 0) (void)::fcntl(ready_fd, F_SETFD, 0);
-    if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
-    ::execve("/proc/self/exe", argv.data(), env.data());
-    ::_exit(127);
-  }
-  if (devnull >= 0) ::close(devnull);
-  return pid;
+  return arpma::test::spawn_with("/proc/self/exe", std::move(spec), ready_fd);
 }
 
 // The child of the two-process tests: the same binary, re-executed with

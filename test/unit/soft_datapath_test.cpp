@@ -5,6 +5,7 @@
 #include "provider/soft/soft_provider.hpp"
 
 #include "support/open_fds.hpp"
+#include "support/peer_process.hpp"
 #include "support/provider_events.hpp"
 #include "support/raw_peer.hpp"
 #include "support/soft_pair.hpp"
@@ -22,8 +23,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;  // NOLINT: POSIX
 
 #include <algorithm>
 #include <array>
@@ -825,22 +824,7 @@ int child_active_side(std::uint16_t port, int mode, int ready_fd) {
 pid_t spawn_active_side(std::uint16_t port, int mode, int ready_fd) {
   std::string spec = "ARPMA_SOFT_DP_CHILD=" + std::to_string(port) + ":" + std::to_string(mode) +
                      ":" + std::to_string(ready_fd);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  env.push_back(spec.data());
-  env.push_back(nullptr);
-  std::string name = "soft_datapath_test";
-  std::array<char*, 2> argv = {name.data(), nullptr};
-  const int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (ready_fd >= 0) (void)::fcntl(ready_fd, F_SETFD, 0);
-    if (devnull >= 0) (void)::dup2(devnull, STDOUT_FILENO);
-    ::execve("/proc/self/exe", argv.data(), env.data());
-    ::_exit(127);
-  }
-  if (devnull >= 0) ::close(devnull);
-  return pid;
+  return arpma::test::spawn_with("/proc/self/exe", std::move(spec), ready_fd);
 }
 
 // The re-executed test binary plays the child before gtest's main runs.
