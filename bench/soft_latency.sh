@@ -32,7 +32,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # wait_port PORT: until something listens there (5 s at most).
 wait_port() {
   for _ in $(seq 1 250); do
-    ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+    [[ $(ss -ltn 2>/dev/null) == *":$1 "* ]] && return 0
     sleep 0.02
   done
   return 1

@@ -42,7 +42,8 @@ PACKAGES=(
 # `apt-get source fio` needs a deb-src entry for Debian's archive; add one for this release
 # when apt knows no source package yet.
 need_sources=0
-if ! apt-cache showsrc fio 2>/dev/null | grep -q '^Package: fio'; then
+# (The output taken whole: `| grep -q` under pipefail fails when grep stops reading first.)
+if [[ $'\n'"$(apt-cache showsrc fio 2>/dev/null || true)" != *$'\nPackage: fio'* ]]; then
   need_sources=1
 fi
 
