@@ -113,7 +113,7 @@ class peer_process {
   /// Its status: 128 + signal, or the exit status (-1 when it could not be learnt).
   int kill() {
     if (remote_) {
-      if (fd_ >= 0 && send_command('K') && until_frame('k')) status_ = status_bytes_;
+      if (fd_ >= 0 && send_command('K')) (void)until_frame('k');  // the frame sets status_
       close_fd();
       return status_;
     }
@@ -194,7 +194,7 @@ class peer_process {
       }
       const int b = next_byte(limit);
       if (b < 0) return 0;
-      status_bytes_ = (a << 8) | b;
+      status_ = (a << 8) | b;
       return 'k';
     }
     return tag == 's' ? 's' : 0;
@@ -218,7 +218,6 @@ class peer_process {
   bool remote_ = false;
   std::string said_;  ///< read from the channel, not yet asked for
   int status_ = -1;
-  int status_bytes_ = -1;
 };
 
 }  // namespace arpma::test
