@@ -43,6 +43,10 @@ void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& 
 /// Completions run their handlers from inside the drain, on the
 /// dispatcher's executor (one executor hop at most, as Asio's reactor
 /// does); a handler may start operations, close or destroy the connection.
+/// The longest a busy poll holds the loop's thread before letting the
+/// handlers queued meanwhile run (the busy_poll sysctl's usual 50 µs).
+inline constexpr std::chrono::microseconds busy_spin_slice{50};
+
 class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
                             public loop_shutdown_listener {
  public:

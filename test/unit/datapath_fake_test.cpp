@@ -17,6 +17,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -208,6 +209,46 @@ TEST_F(datapath_fake, a_released_completion_fires_the_channel_once_and_is_rearme
   ASSERT_TRUE(fake.complete(id, outstanding().at(0)));
   ASSERT_TRUE(run([&] { return ran == 2; }));
   EXPECT_FALSE(b.ec);
+}
+
+// Busy-poll mode within its budget only polls: the completion is found by
+// poll_cq, the channel is never read or re-armed, and the poll, spinning
+// inline between its turns, still lets the loop's other handlers run.
+TEST_F(datapath_fake, a_busy_poll_only_polls_and_lets_the_loops_other_handlers_run) {
+  using std::chrono_literals::operator""s;
+  conn.set_busy_poll(30s);  // far beyond the test's own limits: it never lapses here
+  outcome a;
+  write(8, a);
+  (void)fake.take_calls();
+  bool other = false;
+  asio::post(*io, [&] { other = true; });
+  ASSERT_TRUE(run([&] { return other; })) << "a handler queued behind the poll never ran";
+  EXPECT_EQ(ran, 0);
+  ASSERT_TRUE(fake.complete(id, outstanding().at(0)));
+  ASSERT_TRUE(run([&] { return ran == 1; }));
+  EXPECT_FALSE(a.ec) << a.ec.message();
+  const auto calls = fake.take_calls();
+  EXPECT_THAT(calls, ::testing::Contains("poll_cq"));
+  EXPECT_THAT(calls, ::testing::Not(::testing::Contains("get_cq_event")));
+  EXPECT_THAT(calls, ::testing::Not(::testing::Contains("req_notify_cq")));
+}
+
+// Out of budget with nothing completed, the poll sleeps on the channel, and
+// the channel's event wakes it.
+TEST_F(datapath_fake, a_busy_poll_out_of_budget_sleeps_on_the_channel) {
+  using std::chrono_literals::operator""us;
+  conn.set_busy_poll(200us);
+  outcome a;
+  write(8, a);
+  // 20 ms of the loop, a hundred budgets: the poll has given up and waits.
+  (void)arpma::test::run_until(
+      *io, [] { return false; }, std::chrono::milliseconds(20));
+  EXPECT_EQ(ran, 0);
+  (void)fake.take_calls();
+  ASSERT_TRUE(fake.complete(id, outstanding().at(0)));
+  ASSERT_TRUE(run([&] { return ran == 1; }));
+  EXPECT_FALSE(a.ec) << a.ec.message();
+  EXPECT_THAT(fake.take_calls(), ::testing::Contains("get_cq_event"));
 }
 
 TEST_F(datapath_fake, a_destroyed_io_context_destroys_the_handlers_in_flight_uncalled) {
