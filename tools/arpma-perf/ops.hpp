@@ -26,7 +26,9 @@ struct link {
   std::vector<char> memory;
   arpma::local_mr mr;
   std::size_t max_size = 0;
-  std::uint64_t issued = 0;  ///< operations started in the current phase
+  std::uint64_t issued = 0;     ///< operations started in the current phase
+  std::uint32_t sends_out = 0;  ///< send lat: sends whose completion has not come yet
+  std::error_code send_error;   ///< send lat: the first send that failed
 };
 
 /// Queue sizes for qd operations in flight (a flush test posts two work requests each).

@@ -18,14 +18,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace arpma_perf {
 namespace {
 
-// Receives per connection and operation in flight at the client: a received message's
-// receive is posted again only after its handler runs, so with one each a fast client could
-// find none posted and wait for a receiver-not-ready retry.
+// Receives per connection and operation in flight at the client. One each would do for send
+// lat (a message's receive is posted again before its echo leaves); a bw client's next send
+// may come before the handler of its previous one ran.
 constexpr std::uint32_t receives_per_op = 2;
 
 // The queues of every accepted connection: its configuration is fixed before the request's
@@ -61,8 +62,6 @@ class server {
   void wait_signal();
   asio::awaitable<void> serve(arpma::conn_req req, hello h);
   asio::awaitable<void> serve_connection(arpma::connection& conn, const hello& h);
-  asio::awaitable<void> receiver(arpma::connection& conn, const arpma::local_mr& mr,
-                                 std::size_t max, bool echo);
   void connection_done(const hello& h);
   void stop();
   void finish_if_idle();
@@ -156,51 +155,80 @@ asio::awaitable<void> server::serve(arpma::conn_req req, hello h) {
   finish_if_idle();
 }
 
+// A send test's receives on one connection, each posted again as soon as its message is in,
+// before the echo (send lat) leaves: the client's next message always finds one (RC with an
+// empty receive queue answers RNR, and rdma_cm's QPs make the sender wait 655 ms then). The
+// echoes' completions are off the critical path, as in perftest's ib_send_lat. Callbacks, not
+// coroutines: nothing is allocated per message.
+class receivers {
+ public:
+  receivers(arpma::connection& conn, const arpma::local_mr& mr, std::size_t max, bool echo,
+            asio::steady_timer& wake)
+      : conn_(conn), mr_(mr), max_(max), echo_(echo), wake_(wake) {}
+  void start(std::uint32_t count) {
+    for (std::uint32_t i = 0; i < count; ++i) receive();
+  }
+  [[nodiscard]] bool done() const { return outstanding_ == 0; }
+
+ private:
+  void receive() {
+    ++outstanding_;
+    conn_.async_recv(arpma::buffer(mr_, 0, max_).value(),
+                     [this](const std::error_code& ec, const arpma::completion& got) {
+                       if (!ec) on_message(got);
+                       finished();
+                     });
+  }
+  void on_message(const arpma::completion& got) {
+    receive();
+    if (!echo_) return;
+    ++outstanding_;
+    conn_.async_send(arpma::buffer(mr_, max_, got.byte_len).value(),
+                     [this](const std::error_code& ec, const arpma::completion&) {
+                       if (ec) (void)conn_.disconnect();  // the client learns it
+                       finished();
+                     });
+  }
+  void finished() {
+    if (--outstanding_ == 0) wake_.cancel();
+  }
+
+  arpma::connection& conn_;
+  const arpma::local_mr& mr_;
+  std::size_t max_;
+  bool echo_;
+  asio::steady_timer& wake_;
+  std::size_t outstanding_ = 0;
+};
+
 // Receivers for a send test, then waiting until the client disconnects (or stop() does).
 asio::awaitable<void> server::serve_connection(arpma::connection& conn, const hello& h) {
   const auto ex = co_await asio::this_coro::executor;
   if (h.mode == poll_mode::busy_poll) conn.set_busy_poll(busy_poll_budget);
   std::vector<char> memory;
   arpma::local_mr mr;
-  std::size_t pending = 0;
   asio::steady_timer wake(ex, asio::steady_timer::time_point::max());
+  std::optional<receivers> recv;
   if (h.op == op_kind::send) {
     memory.assign(2 * std::size_t{h.max_size}, 's');
     auto reg = arpma::local_mr::reg(peer_, memory.data(), memory.size(),
                                     arpma::mr_usage::send | arpma::mr_usage::recv);
     if (reg) {
       mr = std::move(reg.value());
+      recv.emplace(conn, mr, h.max_size, h.test == test_kind::lat, wake);
+      recv->start(receives_per_op * h.qd);
     } else {
       std::fprintf(stderr, "arpma-perf server: registering %zu bytes: %s\n", memory.size(),
                    reg.error().message().c_str());
       (void)conn.disconnect();  // the client learns it from its failing sends
-    }
-    const bool echo = h.test == test_kind::lat;
-    for (std::uint32_t i = 0; mr && i < receives_per_op * h.qd; ++i) {
-      ++pending;
-      asio::co_spawn(ex, receiver(conn, mr, h.max_size, echo), [&](const std::exception_ptr&) {
-        if (--pending == 0) wake.cancel();
-      });
     }
   }
   (void)co_await conn.async_next_event(awaitable_tuple);  // closed or lost
   deadline dl(ex);
   (void)co_await conn.async_disconnect(dl.arm(quiet_limit));
   dl.disarm();
-  (void)conn.close();  // completes the receives in flight (aborted)
-  while (pending > 0) (void)co_await wake.async_wait(awaitable_tuple);
-}
-
-asio::awaitable<void> server::receiver(arpma::connection& conn, const arpma::local_mr& mr,
-                                       std::size_t max, bool echo) {
-  for (;;) {
-    auto [ec, got] = co_await conn.async_recv(arpma::buffer(mr, 0, max).value(), awaitable_tuple);
-    if (ec) co_return;  // the connection is closing
-    if (!echo) continue;
-    auto [sec, sent] =
-        co_await conn.async_send(arpma::buffer(mr, max, got.byte_len).value(), awaitable_tuple);
-    if (sec) co_return;
-  }
+  (void)conn.close();  // completes the operations in flight (aborted)
+  while (recv && !recv->done()) (void)co_await wake.async_wait(awaitable_tuple);
 }
 
 void server::connection_done(const hello& h) {
