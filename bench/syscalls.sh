@@ -9,9 +9,12 @@
 # Per-operation figures are differential: each program runs twice, with a small and a large
 # count (perftest, arpma-perf: --iters; sockperf, which runs for a time: two durations and the
 # message counts it reports), and (large - small) / (operations(large) - operations(small))
-# leaves out connection setup and teardown. Syscalls come from `strace -f -c` (every thread);
-# context switches and CPU time from `perf stat` in separate runs without strace (which would
-# distort both). Client and server are reported apart. Bounded: every run has a timeout.
+# leaves out connection setup and teardown. Everything is counted by one `perf stat` per run
+# (every thread): syscalls by the kernel's syscall tracepoints, which count without stopping the
+# program, as strace's ptrace stops did (they made each syscall take tens of µs in the guest,
+# so every time-bounded poll loop ran its course differently under strace than without it);
+# context switches and CPU time in the same run. Client and server are reported apart.
+# Bounded: every run has a timeout.
 #
 #   bench/syscalls.sh [BUILD_DIR]                      # soft provider on 127.0.0.1
 #   test/vm/run-in-rxe-vm.sh -- bench/syscalls.sh build/default   # verbs on rxe0 ($RXE_VM_IP)
@@ -25,12 +28,10 @@ perf_tool=$build/tools/arpma-perf/arpma-perf
   echo "syscalls.sh: $perf_tool not built" >&2
   exit 2
 }
-for tool in strace perf; do
-  command -v "$tool" >/dev/null || {
-    echo "syscalls.sh: $tool is missing (scripts/install-deps.sh installs it)" >&2
-    exit 2
-  }
-done
+command -v perf >/dev/null || {
+  echo "syscalls.sh: perf is missing (scripts/install-deps.sh installs it)" >&2
+  exit 2
+}
 if [[ -n ${RXE_VM_IP:-} ]]; then
   provider=verbs addr=$RXE_VM_IP
   perftest_dev=(-d "${RXE_VM_DEV:-rxe0}" -x "${RXE_VM_GID_INDEX:-1}")
@@ -55,13 +56,22 @@ next_port() {
 
 # ---- measuring ------------------------------------------------------------------------------
 
-# strace -c's table → "name calls" lines (the total as "total").
-strace_calls() { awk '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ { print $NF, $4 }' "$1"; }
-# perf stat -x, → "task-clock-ms context-switches"
-perf_figures() {
-  awk -F, '$3 == "task-clock" { t = $1 } $3 == "context-switches" { c = $1 }
-           END { print t + 0, c + 0 }' "$1"
+# The syscalls counted by name; the rest add up to "other" (raw_syscalls counts them all).
+named_syscalls=(write read ioctl epoll_wait epoll_pwait epoll_ctl poll ppoll recvfrom recvmsg
+  sendmsg sendto futex timerfd_settime clock_nanosleep sched_yield)
+events=task-clock,context-switches,raw_syscalls:sys_enter
+for name in "${named_syscalls[@]}"; do events+=,syscalls:sys_enter_$name; done
+# perf stat -x, → "name count" lines: each syscall's name, "total", "task-clock" (ms),
+# "context-switches"
+perf_counts() {
+  awk -F, '{ n = $3; sub(/^syscalls:sys_enter_/, "", n); sub(/^raw_syscalls:sys_enter$/, "total", n)
+             if (n != "" && $1 ~ /^[0-9.]+$/) print n, $1 }' "$1"
 }
+if ! perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_write -- true >/dev/null 2>&1; then
+  echo "syscalls.sh: perf cannot count syscall tracepoints here (root, or" \
+    "kernel.perf_event_paranoid <= -1, and a kernel with CONFIG_FTRACE_SYSCALLS)" >&2
+  exit 2
+fi
 
 # Waits (5 s at most) for a TCP listener on $port, where there is one to see (sockperf, the
 # soft provider); a fixed pause for rdma_cm's port space.
@@ -78,26 +88,22 @@ wait_listening() {
 }
 transport() { if [[ $provider == soft ]]; then echo tcp; else echo rdma_cm; fi; }
 
-# WRAP TAG SIDE CMD...: runs CMD under the wrapper (strace or perf), output in $work/TAG.SIDE
+# TAG SIDE CMD...: runs CMD under perf stat, its counts in $work/TAG.SIDE
 wrapped() {
-  local wrap=$1 tag=$2 side=$3
-  shift 3
-  if [[ $wrap == strace ]]; then
-    strace -f -c -o "$work/$tag.$side" "$@"
-  else
-    perf stat -x, -e task-clock,context-switches -o "$work/$tag.$side" "$@"
-  fi
+  local tag=$1 side=$2
+  shift 2
+  perf stat -x, -e "$events" -o "$work/$tag.$side" "$@"
 }
 
-# WRAP TAG COUNT OP MODE: one arpma-perf pair; prints the operations the client made.
+# TAG COUNT OP MODE: one arpma-perf pair; prints the operations the client made.
 run_arpma() {
-  local wrap=$1 tag=$2 count=$3 op=$4 mode=$5
+  local tag=$1 count=$2 op=$3 mode=$4
   next_port
-  wrapped "$wrap" "$tag" server timeout 120 "$perf_tool" server --once --addr "$addr" \
+  wrapped "$tag" server timeout 120 "$perf_tool" server --once --addr "$addr" \
     --port "$port" >"$work/$tag.server.out" 2>&1 &
   local server=$!
   wait_listening "$(transport)"
-  wrapped "$wrap" "$tag" client timeout 120 "$perf_tool" client --addr "$addr" --port "$port" \
+  wrapped "$tag" client timeout 120 "$perf_tool" client --addr "$addr" --port "$port" \
     --op "$op" --mode "$mode" --size 64 --iters "$count" --warmup 100 \
     >"$work/$tag.client.out" 2>&1 || {
     cat "$work/$tag.client.out" >&2
@@ -107,31 +113,31 @@ run_arpma() {
   echo "$count"
 }
 
-# WRAP TAG SECONDS: one sockperf TCP ping-pong; prints the messages the client sent.
+# TAG SECONDS: one sockperf TCP ping-pong; prints the messages the client sent.
 run_sockperf() {
-  local wrap=$1 tag=$2 seconds=$3
+  local tag=$1 seconds=$2
   next_port
-  wrapped "$wrap" "$tag" server timeout $((seconds + 10)) sockperf server --tcp -i "$addr" \
+  wrapped "$tag" server timeout $((seconds + 10)) sockperf server --tcp -i "$addr" \
     -p "$port" >"$work/$tag.server.out" 2>&1 &
   local server=$!
   wait_listening tcp
-  wrapped "$wrap" "$tag" client timeout $((seconds + 10)) sockperf ping-pong --tcp -i "$addr" \
+  wrapped "$tag" client timeout $((seconds + 10)) sockperf ping-pong --tcp -i "$addr" \
     -p "$port" -m 64 -t "$seconds" >"$work/$tag.client.out" 2>&1
   kill -INT "$server" 2>/dev/null || true
   wait "$server" || true
   sed -n 's/.*\[Total Run\].*SentMessages=\([0-9]*\).*/\1/p' "$work/$tag.client.out"
 }
 
-# WRAP TAG COUNT PROGRAM [ARGS]: one perftest pair; prints the iterations.
+# TAG COUNT PROGRAM [ARGS]: one perftest pair; prints the iterations.
 run_perftest() {
-  local wrap=$1 tag=$2 count=$3 program=$4
-  shift 4
+  local tag=$1 count=$2 program=$3
+  shift 3
   next_port
-  wrapped "$wrap" "$tag" server timeout 120 "$program" "${perftest_dev[@]}" -p "$port" -s 64 \
+  wrapped "$tag" server timeout 120 "$program" "${perftest_dev[@]}" -p "$port" -s 64 \
     -n "$count" "$@" >"$work/$tag.server.out" 2>&1 &
   local server=$!
   wait_listening rdma_cm
-  wrapped "$wrap" "$tag" client timeout 120 "$program" "${perftest_dev[@]}" -p "$port" -s 64 \
+  wrapped "$tag" client timeout 120 "$program" "${perftest_dev[@]}" -p "$port" -s 64 \
     -n "$count" "$@" "$addr" >"$work/$tag.client.out" 2>&1
   wait "$server"
   echo "$count"
@@ -139,19 +145,17 @@ run_perftest() {
 
 # ---- reporting ------------------------------------------------------------------------------
 
-# ROW_NAME RUNNER ARGS...: runs RUNNER at both counts, under strace and under perf, and prints
-# one line per side. For sockperf the counts are seconds.
+# ROW_NAME RUNNER ARGS...: runs RUNNER at both counts and prints one line per side. For
+# sockperf the counts are seconds.
 row() {
   local name=$1 runner=$2
   shift 2
   local lo=$small hi=$large
   if [[ $runner == run_sockperf ]]; then lo=1 hi=3; fi
-  local n_lo n_hi p_lo p_hi
-  n_lo=$("$runner" strace s_lo "$lo" "$@")
-  n_hi=$("$runner" strace s_hi "$hi" "$@")
-  p_lo=$("$runner" perf p_lo "$lo" "$@")
-  p_hi=$("$runner" perf p_hi "$hi" "$@")
-  for n in "$n_lo" "$n_hi" "$p_lo" "$p_hi"; do
+  local n_lo n_hi
+  n_lo=$("$runner" lo "$lo" "$@")
+  n_hi=$("$runner" hi "$hi" "$@")
+  for n in "$n_lo" "$n_hi"; do
     [[ $n =~ ^[0-9]+$ ]] || {
       echo "syscalls.sh: $name: a run failed (its output: $work)" >&2
       trap - EXIT
@@ -159,22 +163,22 @@ row() {
     }
   done
   for side in client server; do
-    local ops_strace ops_perf
-    ops_strace=$((n_hi - n_lo))
-    ops_perf=$((p_hi - p_lo))
-    local per_call
-    per_call=$(join -a2 -e0 -o 0,1.2,2.2 <(strace_calls "$work/s_lo.$side" | sort) \
-      <(strace_calls "$work/s_hi.$side" | sort) |
-      awk -v n="$ops_strace" '{ d = ($3 - $2) / n; if (d > 0.005 || $1 == "total") print $1, d }')
-    local total breakdown cpu_cs
-    total=$(awk '$1 == "total" { printf "%.1f", $2 }' <<<"$per_call")
-    breakdown=$(awk '$1 != "total"' <<<"$per_call" | sort -k2 -gr | head -n "$top" |
+    local per_op
+    per_op=$(join -a2 -e0 -o 0,1.2,2.2 <(perf_counts "$work/lo.$side" | sort) \
+      <(perf_counts "$work/hi.$side" | sort) |
+      awk -v n="$((n_hi - n_lo))" '{ d = ($3 - $2) / n
+        if ($1 == "task-clock") d *= 1000  # ms → µs
+        print $1, d }')
+    local figures breakdown
+    figures=$(awk '{ v[$1] = $2 }
+      END { printf "%.1f | %.2f | %.1f", v["total"], v["context-switches"], v["task-clock"] }' \
+      <<<"$per_op")
+    breakdown=$(awk '$1 == "total" { other += $2 }
+      $1 != "total" && $1 != "task-clock" && $1 != "context-switches" { other -= $2; print }
+      END { print "other", other }' <<<"$per_op" | awk '$2 > 0.05' | sort -k2 -gr |
+      head -n "$top" |
       awk '{ printf "%s%s %.1f", (NR > 1 ? ", " : ""), $1, $2 }')
-    read -r t_lo c_lo < <(perf_figures "$work/p_lo.$side")
-    read -r t_hi c_hi < <(perf_figures "$work/p_hi.$side")
-    cpu_cs=$(awk -v n="$ops_perf" -v t="$t_hi" -v u="$t_lo" -v c="$c_hi" -v d="$c_lo" \
-      'BEGIN { printf "%.2f | %.1f", (c - d) / n, 1000 * (t - u) / n }')
-    printf '| %s | %s | %s | %s | %s |\n' "$name" "$side" "$total" "$cpu_cs" "$breakdown"
+    printf '| %s | %s | %s | %s |\n' "$name" "$side" "$figures" "$breakdown"
   done
 }
 

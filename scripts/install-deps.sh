@@ -15,7 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # bench/run.sh: JSON to plot data (python3), PNG plots without X
   gnuplot-nox python3
-  # bench/syscalls.sh: per-operation syscalls (strace), context switches and CPU time (perf),
+  # bench/syscalls.sh: per-operation syscalls, context switches and CPU time (perf);
+  # bench/conn_syscalls.sh: syscalls per connection setup (strace);
   # and the baselines an RDMA engineer would use: sockperf (TCP), perftest (ib_*_lat),
   # rdma-core's cmtime (connection setup, bench/rxe-compare.sh)
   strace linux-perf sockperf perftest rdmacm-utils
