@@ -35,12 +35,22 @@ wait_port() {
     [[ $(ss -ltn 2>/dev/null) == *":$1 "* ]] && return 0
     sleep 0.02
   done
+  echo "soft_latency.sh: nothing listens on port $1 after 5 s" >&2
   return 1
+}
+
+# next_port: the next port no socket uses, not even one in TIME_WAIT (sockperf's server does
+# not set SO_REUSEADDR, so a run just after another one could not bind the same numbers).
+next_port() {
+  local used
+  used=$(ss -tanH 2>/dev/null)
+  port=$((port + 1))
+  while [[ $used == *":$port "* ]]; do port=$((port + 1)); done
 }
 
 # sockperf_rtt: prints "median_rtt_us count_rtt_us" of one ping-pong run.
 sockperf_rtt() {
-  port=$((port + 1))
+  next_port
   timeout $((seconds + 10)) sockperf server --tcp -i "$addr" -p "$port" >/dev/null 2>&1 &
   local server=$!
   wait_port "$port"
@@ -57,7 +67,7 @@ sockperf_rtt() {
 
 # arpma_rtt OP MODE: the median round trip (us) of one arpma-perf run.
 arpma_rtt() {
-  port=$((port + 1))
+  next_port
   ARPMA_PROVIDER=soft timeout 60 "$perf_tool" server --addr "$addr" --port "$port" --once \
     >/dev/null 2>&1 &
   local server=$!
