@@ -12,6 +12,9 @@ namespace arpma::provider {
 class verbs_provider final : public provider {
  public:
   [[nodiscard]] const char* name() const noexcept override { return "verbs"; }
+  /// The RNR NAK timer an established RC QP answers with (IB encoding: 0.64 ms), where rdma_cm
+  /// leaves 0 (655.36 ms).
+  static constexpr std::uint8_t min_rnr_timer = 12;
   /// Only the contexts librdmacm opened (its device list): any other pointer,
   /// zeroed or garbage, would be dereferenced by ibv_alloc_pd.
   bool owns(const device* dev) const noexcept override;
