@@ -300,8 +300,10 @@ class connection {
   [[nodiscard]] class cq completion_queue(bool receive = false) const noexcept;
 
   /// Busy polling: after each wake-up or post, poll the CQ for up to
-  /// `budget` (on the loop's thread, between other handlers) before sleeping
-  /// on the completion channel again. Zero (the default): fd mode only.
+  /// `budget` without a completion before sleeping on the completion channel
+  /// again; on the loop's thread, spinning at most 50 µs at a time before the
+  /// loop's other handlers (and its reactor) get their turn. Zero (the
+  /// default): fd mode only.
   void set_busy_poll(std::chrono::microseconds budget) noexcept;
 
  private:

@@ -162,7 +162,7 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
       return;
     }
     now = clock::now();
-    if (dispatched_ != before || since == clock::time_point{}) since = now;  // the budget restarts
+    if (dispatched_ != before) since = now;  // progress: the budget starts again
     if (now - since >= busy_budget_) break;
     if (now >= slice_end) {
       asio::post(ex_, [self = shared_from_this(), since] { self->busy_poll(since); });

@@ -25,6 +25,10 @@ namespace arpma::detail {
 /// `ex` runs no operations); a loop destroyed first drops it uncalled.
 void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& ec);
 
+/// The longest a busy poll holds the loop's thread before letting the
+/// handlers queued meanwhile run (the busy_poll sysctl's usual 50 µs).
+inline constexpr std::chrono::microseconds busy_spin_slice{50};
+
 /// On each wake-up, read every pending channel
 /// event (until EAGAIN), acknowledge them, re-arm, and only then drain the
 /// CQs — a completion that arrives between drain and arm is signalled by the
@@ -43,10 +47,6 @@ void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& 
 /// Completions run their handlers from inside the drain, on the
 /// dispatcher's executor (one executor hop at most, as Asio's reactor
 /// does); a handler may start operations, close or destroy the connection.
-/// The longest a busy poll holds the loop's thread before letting the
-/// handlers queued meanwhile run (the busy_poll sysctl's usual 50 µs).
-inline constexpr std::chrono::microseconds busy_spin_slice{50};
-
 class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
                             public loop_shutdown_listener {
  public:
