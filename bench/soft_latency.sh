@@ -29,24 +29,10 @@ port=19700
 work=$(mktemp -d "${TMPDIR:-/tmp}/arpma-latency.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# wait_port PORT: until something listens there (5 s at most).
-wait_port() {
-  for _ in $(seq 1 250); do
-    [[ $(ss -ltn 2>/dev/null) == *":$1 "* ]] && return 0
-    sleep 0.02
-  done
-  echo "soft_latency.sh: nothing listens on port $1 after 5 s" >&2
-  return 1
-}
-
-# next_port: the next port no socket uses, not even one in TIME_WAIT (sockperf's server does
-# not set SO_REUSEADDR, so a run just after another one could not bind the same numbers).
-next_port() {
-  local used
-  used=$(ss -tanH 2>/dev/null)
-  port=$((port + 1))
-  while [[ $used == *":$port "* ]]; do port=$((port + 1)); done
-}
+# shellcheck source=bench/ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
+wait_port() { wait_tcp_listener "$1" soft_latency.sh; }
+next_port() { port=$(unused_port_after "$port"); }
 
 # sockperf_rtt: prints "median_rtt_us count_rtt_us" of one ping-pong run.
 sockperf_rtt() {

@@ -49,8 +49,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/arpma-syscalls.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo 19300 >"$work/port"
 # The runners run in command substitutions (subshells): the port counter lives in a file.
+# shellcheck source=bench/ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
 next_port() {
-  port=$(($(cat "$work/port") + 1))
+  port=$(unused_port_after "$(cat "$work/port")")
   echo "$port" >"$work/port"
 }
 
@@ -77,12 +79,8 @@ fi
 # soft provider); a fixed pause for rdma_cm's port space.
 wait_listening() {
   if [[ $1 == tcp ]]; then
-    for _ in $(seq 50); do
-      [[ -n $(ss -ltnH "sport = :$port" 2>/dev/null) ]] && return 0
-      sleep 0.1
-    done
-    echo "syscalls.sh: nothing listens on port $port" >&2
-    return 1
+    wait_tcp_listener "$port" syscalls.sh
+    return
   fi
   sleep 1
 }
