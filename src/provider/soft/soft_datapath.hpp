@@ -35,6 +35,10 @@ struct soft_comp_channel {
   explicit soft_comp_channel(std::error_code& ec) noexcept : fired(ec) {}
   basic_event_queue<soft_cq*> fired;
   std::atomic<int> cqs{0};
+  /// Its CQs, for a reader that finds no event (going to sleep); `mutex`
+  /// keeps them alive while it moves their links.
+  std::mutex mutex;
+  std::vector<soft_cq*> members;
 };
 
 struct soft_qp;
@@ -150,7 +154,13 @@ std::uint32_t lkey_of(const mr* h) noexcept;
 std::uint32_t rkey_of(const mr* h) noexcept;
 
 std::size_t poll(soft_cq& cq, std::span<work_completion> out);
+/// Whether the CQ holds no completion (a look, moving no link).
+[[nodiscard]] bool cq_empty(soft_cq& cq);
 void arm(soft_cq& cq) noexcept;
+/// A reader of the channel found no event: its thread goes to sleep (or
+/// back to its loop), so the links of the channel's CQs are the progress
+/// thread's again and what no answer carried is acknowledged.
+void channel_idle(soft_comp_channel& ch) noexcept;
 /// Forgets the CQ's fired events still queued (it is being destroyed).
 void forget_events(soft_cq& cq);
 
@@ -199,6 +209,12 @@ void rnr_exhausted(soft_qp& qp);
 
 [[nodiscard]] inline bool is_request(soft_wire::frame_type type) noexcept {
   return type >= soft_wire::frame_type::send && type <= soft_wire::frame_type::flush;
+}
+
+/// A request that, executed, completes one of the responder's receives.
+[[nodiscard]] inline bool takes_receive(soft_wire::frame_type type) noexcept {
+  using soft_wire::frame_type;
+  return type == frame_type::send || type == frame_type::send_imm || type == frame_type::write_imm;
 }
 
 }  // namespace arpma::provider::soft_dp

@@ -63,6 +63,11 @@ std::size_t poll(soft_cq& cq, std::span<work_completion> out) {
   return take(cq, out);
 }
 
+bool cq_empty(soft_cq& cq) {
+  const std::lock_guard lock(cq.mutex);
+  return cq.entries.empty();
+}
+
 void attach(const std::shared_ptr<soft_qp>& qp) {
   for (soft_cq* cq : {qp->send_cq, qp->recv_cq}) {
     const std::lock_guard lock(cq->mutex);
@@ -85,6 +90,15 @@ void arm(soft_cq& cq) noexcept {
     drive_links(cq, drive::release);
   } catch (const std::bad_alloc&) {
     // The links' leases lapse by themselves, a millisecond after the last poll.
+  }
+}
+
+void channel_idle(soft_comp_channel& ch) noexcept {
+  const std::lock_guard lock(ch.mutex);
+  try {
+    for (soft_cq* cq : ch.members) drive_links(*cq, drive::release);
+  } catch (const std::bad_alloc&) {
+    // The ack ticker sends what is pending within limits::ack_delay.
   }
 }
 

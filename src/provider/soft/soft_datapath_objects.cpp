@@ -5,6 +5,8 @@
 #include "provider/soft/soft_provider.hpp"
 
 #include <memory>
+#include <new>
+#include <vector>
 
 namespace arpma::provider {
 namespace {
@@ -59,7 +61,16 @@ result<cq*> soft_provider::create_cq(device* dev, int cqe, comp_channel* channel
   auto* c = new soft_cq;
   c->channel = as<soft_comp_channel>(channel);
   c->cqe = cqe;
-  if (c->channel != nullptr) ++c->channel->cqs;
+  if (c->channel != nullptr) {
+    try {
+      const std::lock_guard lock(c->channel->mutex);
+      c->channel->members.push_back(c);
+    } catch (const std::bad_alloc&) {
+      delete c;
+      return sys(ENOMEM);
+    }
+    ++c->channel->cqs;
+  }
   return handle<cq>(c);
 }
 
@@ -68,6 +79,10 @@ std::error_code soft_provider::destroy_cq(cq* h) noexcept {
   if (c->qps > 0) return sys(EBUSY);
   if (c->channel != nullptr) {
     soft_dp::forget_events(*c);
+    {
+      const std::lock_guard lock(c->channel->mutex);
+      std::erase(c->channel->members, c);
+    }
     --c->channel->cqs;
   }
   delete c;
@@ -86,7 +101,9 @@ result<std::size_t> soft_provider::poll_cq(cq* h, std::span<work_completion> out
 
 result<cq*> soft_provider::get_cq_event(comp_channel* h) {
   soft_cq* fired = nullptr;
-  if (const std::error_code ec = as<soft_comp_channel>(h)->fired.pop(fired)) return ec;
+  auto* ch = as<soft_comp_channel>(h);
+  if (ch->fired.size() == 0) soft_dp::channel_idle(*ch);
+  if (const std::error_code ec = ch->fired.pop(fired)) return ec;
   return handle<cq>(fired);
 }
 

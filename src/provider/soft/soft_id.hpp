@@ -169,6 +169,14 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   bool frame_watch = false;                       ///< frame_timer watches a partial frame
   std::optional<asio::steady_timer> frame_timer;  ///< the progress thread's
   int rx_error = 0;  ///< the link failed (errno); the progress thread acts on it
+  /// The progress thread's read delivered a message (SEND, or WRITE WITH
+  /// IMMEDIATE) to a receive: its application is likely to answer, and the
+  /// answer carries the acknowledgement (soft_link_rx.cpp, pump).
+  bool answer_due = false;
+  /// The pending acknowledgement waits for the answer to such a message: an
+  /// application's poll does not send it alone while the message is still in
+  /// its receive CQ (the application has not seen it yet).
+  std::atomic<bool> ack_awaits_answer{false};
 
   // Who reads the link. An application thread busy-polling a CQ of the QP
   // holds a lease on it: the progress thread, woken by the socket meanwhile,

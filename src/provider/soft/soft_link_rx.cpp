@@ -17,6 +17,7 @@
 #include <limits>
 #include <new>
 #include <thread>
+#include <utility>
 
 namespace arpma::provider::soft_link {
 
@@ -402,6 +403,21 @@ void wait_readable(const id_ptr& id) {
   });
 }
 
+std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
+  const std::lock_guard lock(id->mutex);
+  return id->qp;
+}
+
+/// Pending acknowledgements go out unless one waits for the answer to a
+/// message its application has not taken from the receive CQ yet.
+void flush_answered_acks(const id_ptr& id) {
+  if (id->ack_awaits_answer.load()) {
+    if (const auto qp = qp_of(id); qp && !soft_dp::cq_empty(*qp->recv_cq)) return;
+    id->ack_awaits_answer.store(false);
+  }
+  flush_acks(id);
+}
+
 /// The CQ was armed: its thread sleeps on the channel now, so the link is
 /// the progress thread's again, at once if it was parked.
 void release(const id_ptr& id) {
@@ -421,13 +437,26 @@ void pump(const id_ptr& id) {
   // ends here, so whatever this pump runs may end a lease without recursing).
   id->rx_parked.store(false);
   rx_next next = rx_next::stop;
+  bool answer_due = false;
   {
     const std::lock_guard lock(id->rx_mutex);
     if (id->reading_paused) return;
+    id->answer_due = false;
     next = pump_locked(id, rx_mode::progress);
+    answer_due = std::exchange(id->answer_due, false);
   }
   flush_batch(id);  // what was read may be the response a batch waited for
-  flush_acks(id);   // everything readable is executed: acknowledge it in one frame
+  // Everything readable is executed: acknowledge it in one frame, now or,
+  // when a message reached the application, in front of its answer (a
+  // ping-pong's sender then wakes once, for ACK and echo together). The
+  // application's next poll of the CQ sends what no answer carried, and the
+  // ack ticker within limits::ack_delay if it never polls.
+  if (answer_due) {
+    id->ack_awaits_answer.store(true);
+    ensure_ack_ticker(id);
+  } else {
+    flush_acks(id);
+  }
   if (next == rx_next::more) wait_readable(id);
 }
 
@@ -440,7 +469,10 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   // The poller (or the thread going to sleep on the CQ) waits for what it
   // batched: it goes out first.
   flush_batch(id);
-  if (how == soft_dp::drive::release) return release(id);
+  if (how == soft_dp::drive::release) {
+    if (id->ack_awaits_answer.load()) flush_answered_acks(id);
+    return release(id);
+  }
   // Taken before trying the receiver: a progress thread that wakes now
   // leaves the socket to this thread rather than contending for it.
   if (how == soft_dp::drive::poll) id->polled_at.store(now_ns());
@@ -453,7 +485,7 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   }
   if (id->reading_paused) return;
   // What the last poll executed and no reply carried is acknowledged now.
-  flush_acks(id);
+  flush_answered_acks(id);
   const rx_next next = pump_locked(id, rx_mode::application);
   lock.unlock();
   flush_batch(id);  // what the responses released (held WRs), or other threads posted
@@ -492,11 +524,6 @@ rx_next stall(const id_ptr& id, frame_type type, std::span<const std::uint8_t> p
     return rx_next::more;
   id->reading_paused = true;
   return rx_next::stop;
-}
-
-std::shared_ptr<soft_qp> qp_of(const id_ptr& id) {
-  const std::lock_guard lock(id->mutex);
-  return id->qp;
 }
 
 /// Executes the stalled requests in order until one waits again.
@@ -547,7 +574,9 @@ rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t>
   }
   if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type, payload);
   switch (soft_dp::on_frame(*qp, type, payload)) {
-    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::done:
+      if (soft_dp::takes_receive(type)) id->answer_due = true;
+      return rx_next::more;
     case soft_dp::verdict::protocol_error: link_failed(id, EPROTO); return rx_next::stop;
     case soft_dp::verdict::rnr_wait: {
       id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;

@@ -380,15 +380,15 @@ void flush_acks(const id_ptr& id) {
 
 namespace {
 
-/// Acknowledgements an application thread left pending are sent by the
-/// progress thread within `ack_delay` if nothing carries them sooner. The
-/// ticker runs while they keep coming, so a busy link costs one timer per
-/// tick, not a wake-up per frame.
-constexpr auto ack_delay = std::chrono::milliseconds(1);
+/// Acknowledgements left pending (by an application thread's poll, or for a
+/// message its application is to answer) are sent by the progress thread
+/// within limits::ack_delay if nothing carries them sooner. The ticker runs
+/// while they keep coming, so a busy link costs one timer per tick, not a
+/// wake-up per frame.
 constexpr int ack_idle_ticks = 100;
 
 void ack_tick(const id_ptr& id) {
-  id->ack_timer->expires_after(ack_delay);
+  id->ack_timer->expires_after(id->limits.ack_delay);
   id->ack_timer->async_wait([id](const boost::system::error_code& ec) {
     std::unique_lock lock(id->tx_mutex);
     frame acks;

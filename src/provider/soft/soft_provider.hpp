@@ -111,6 +111,11 @@ class soft_provider : public provider {  // not final: tests override single cal
     /// poller that stops without arming the CQ delays its peer's requests by
     /// this much at most. Arming the CQ ends it at once.
     std::chrono::microseconds poll_lease{1000};
+    /// The longest an acknowledgement waits for a frame to carry it (an
+    /// answer to the message it acknowledges, a batch) when the application
+    /// neither answers nor polls the CQ again; the peer's send completes
+    /// that much later at most.
+    std::chrono::microseconds ack_delay{1000};
   };
   void set_limits(const limits& l) noexcept { limits_ = l; }
 
