@@ -451,12 +451,10 @@ void pump(const id_ptr& id) {
   // ping-pong's sender then wakes once, for ACK and echo together). The
   // application's next poll of the CQ sends what no answer carried, and the
   // ack ticker within limits::ack_delay if it never polls.
-  if (answer_due) {
-    id->ack_awaits_answer.store(true);
+  if (answer_due)
     ensure_ack_ticker(id);
-  } else {
+  else
     flush_acks(id);
-  }
   if (next == rx_next::more) wait_readable(id);
 }
 
@@ -573,10 +571,12 @@ rx_next on_data(const id_ptr& id, frame_type type, std::span<const std::uint8_t>
     return rx_next::stop;
   }
   if (soft_dp::is_request(type) && !id->stalled.empty()) return stall(id, type, payload);
+  // Marked before the receive completes: the application may take the
+  // message and go back to its channel before this thread runs on.
+  const bool message = soft_dp::takes_receive(type);
+  if (message) id->ack_awaits_answer.store(true);
   switch (soft_dp::on_frame(*qp, type, payload)) {
-    case soft_dp::verdict::done:
-      if (soft_dp::takes_receive(type)) id->answer_due = true;
-      return rx_next::more;
+    case soft_dp::verdict::done: id->answer_due = id->answer_due || message; return rx_next::more;
     case soft_dp::verdict::protocol_error: link_failed(id, EPROTO); return rx_next::stop;
     case soft_dp::verdict::rnr_wait: {
       id->rnr_deadline = std::chrono::steady_clock::now() + id->rnr_timeout;
