@@ -302,8 +302,9 @@ class connection {
   /// Busy polling: after each wake-up or post, poll the CQ for up to
   /// `budget` without a completion before sleeping on the completion channel
   /// again; on the loop's thread, the loop's other handlers (and its reactor)
-  /// get their turn after 50 µs of polls that find nothing or 16 completions
-  /// served in a row. Zero (the default): fd mode only.
+  /// get their turn after 50 µs of polls that find nothing, or after 16
+  /// completions served in a row that took 50 µs at least. Zero (the
+  /// default): fd mode only.
   void set_busy_poll(std::chrono::microseconds budget) noexcept;
 
  private:

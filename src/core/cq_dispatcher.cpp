@@ -145,13 +145,16 @@ void cq_dispatcher::drain_shared() {
 void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
   // Spins inline, polling and serving what completes (a handler that posts
   // again finds its completion here on a fast device). It goes back to the
-  // queue, behind the loop's other handlers, after a slice of empty polls or
-  // a run of completions; the slice restarts at each completion, so the
-  // handlers' own time does not use it up (slower handlers than the slice,
-  // as on an emulated guest, made one yield per operation). Posting after
+  // queue, behind the loop's other handlers, after a slice of empty polls
+  // (restarted at each completion, so that slow handlers, as on an emulated
+  // guest, do not use it up: that made one yield per operation), or after a
+  // run of completions that has lasted a slice too (a count alone made one
+  // yield, an epoll_wait(0), per 16 instant completions). Posting after
   // every empty poll made each poll cost the scheduler's epoll_wait(0).
   using clock = std::chrono::steady_clock;
-  auto slice_end = clock::now() + std::min(busy_budget_, busy_spin_slice);
+  const auto slice = std::min(busy_budget_, busy_spin_slice);
+  const auto start = clock::now();
+  auto slice_end = start + slice;
   for (int served = 0;;) {
     if (closed_) return;
     const auto before = dispatched_;
@@ -164,8 +167,8 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
     const auto now = clock::now();
     if (dispatched_ != before) {  // progress: the budget and the slice start again
       since = now;
-      slice_end = now + std::min(busy_budget_, busy_spin_slice);
-      if (++served < busy_progress_rounds) continue;
+      slice_end = now + slice;
+      if (++served < busy_progress_rounds || now - start < slice) continue;
     } else if (now - since >= busy_budget_) {
       break;
     } else if (now < slice_end) {

@@ -28,8 +28,8 @@ void fail_op(const asio::any_io_executor& ex, wc_op* op, const std::error_code& 
 /// The longest a busy poll spins on an empty CQ before letting the handlers
 /// queued meanwhile run (the busy_poll sysctl's usual 50 µs).
 inline constexpr std::chrono::microseconds busy_spin_slice{50};
-/// The most completions a busy poll serves in a row before the loop's other
-/// handlers get their turn, however fast the completions come.
+/// The most completions a busy poll serves in a row, once they have taken a
+/// slice, before the loop's other handlers get their turn.
 inline constexpr int busy_progress_rounds = 16;
 
 /// On each wake-up, read every pending channel
