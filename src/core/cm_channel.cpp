@@ -210,7 +210,16 @@ void cm_channel::release_descriptor() noexcept {
 
 void cm_channel::watch_locked() {
   if (watching_ || closed_ || holds_ == 0) return;
-  if (!descriptor_) descriptor_.emplace(ex_, fd());
+  if (!descriptor_) {
+    descriptor_.emplace(ex_, fd());
+    // The ioctl Asio would make at the first wait anyway (its internal
+    // non-blocking mode), made here so that this side knows the fd's mode.
+    if (!made_blocking_.load(std::memory_order_acquire)) {
+      boost::system::error_code ec;
+      descriptor_->non_blocking(true, ec);
+      if (!ec) nonblocking_.store(true, std::memory_order_release);
+    }
+  }
   watching_ = true;
   descriptor_->async_wait(
       asio::posix::stream_descriptor::wait_read,
@@ -243,16 +252,26 @@ result<provider::cm_event> cm_channel::read_now() {
   return event;
 }
 
-std::error_code cm_channel::set_blocking(bool blocking) const noexcept {
-  return set_fd_blocking(fd(), blocking);
+std::error_code cm_channel::set_blocking(bool blocking) noexcept {
+  if (blocking) {
+    made_blocking_.store(true, std::memory_order_release);
+    nonblocking_.store(false, std::memory_order_release);
+    return set_fd_blocking(fd(), true);
+  }
+  made_blocking_.store(false, std::memory_order_release);
+  const std::error_code ec = set_fd_blocking(fd(), false);
+  if (!ec) nonblocking_.store(true, std::memory_order_release);
+  return ec;
 }
 
 // The reactor is edge-triggered: read until nothing is left or the next event
-// is never signalled.
+// is never signalled. A blocking fd (the C flavour's) is asked first, one
+// poll(2) per event, so that the loop never blocks in a read; a non-blocking
+// one is read until EAGAIN.
 void cm_channel::drain() {
   const std::lock_guard reading(drain_mutex_);
   for (;;) {
-    if (!readable(fd())) return;
+    if (!nonblocking_.load(std::memory_order_acquire) && !readable(fd())) return;
     provider::cm_event event;
     const std::error_code ec = prov_.get_cm_event(native_, event);
     if (ec == std::errc::resource_unavailable_try_again) return;

@@ -5,6 +5,7 @@
 #include "core/asio.hpp"
 #include "provider/provider.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -56,7 +57,9 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   /// pending (EAGAIN, or ENODATA as librpma knew it).
   result<provider::cm_event> read_now();
   /// Makes the fd blocking (librpma's default, which C programs expect) or not.
-  std::error_code set_blocking(bool blocking) const noexcept;
+  /// A channel never made blocking is made non-blocking when first watched,
+  /// so that a drain reads until EAGAIN without asking the fd first.
+  std::error_code set_blocking(bool blocking) noexcept;
 
   /// A fresh token to create an id with.
   [[nodiscard]] std::uint64_t reserve_token() noexcept {
@@ -103,6 +106,10 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   std::size_t holds_ = 0;
   bool watching_ = false;
   bool closed_ = false;
+  // Set by set_blocking(true): the fd stays as the C program expects it.
+  std::atomic<bool> made_blocking_{false};
+  // The fd is known to be O_NONBLOCK: a drain needs no poll(2) per event.
+  std::atomic<bool> nonblocking_{false};
 };
 
 /// Told when an io_context shuts down, before its reactor goes: owners of
