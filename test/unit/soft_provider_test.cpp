@@ -144,6 +144,23 @@ TEST_F(soft_provider_test, objects_in_use_refuse_to_go) {
   EXPECT_FALSE(soft.dealloc_pd(pd.value()));
 }
 
+TEST_F(soft_provider_test, a_completion_channel_with_cqs_refuses_to_go) {
+  auto dev = arpma::get_ibv_context("127.0.0.1", arpma::ibv_context_type::remote);
+  ASSERT_TRUE(dev);
+  auto channel = soft.create_comp_channel(dev.value());
+  ASSERT_TRUE(channel);
+  auto first = soft.create_cq(dev.value(), 4, channel.value());
+  ASSERT_TRUE(first);
+  auto second = soft.create_cq(dev.value(), 4, channel.value());
+  ASSERT_TRUE(second);
+  EXPECT_EQ(soft.destroy_comp_channel(channel.value()), std::errc::device_or_resource_busy);
+  EXPECT_FALSE(soft.destroy_cq(first.value()));
+  EXPECT_EQ(soft.destroy_comp_channel(channel.value()), std::errc::device_or_resource_busy)
+      << "one CQ is left";
+  EXPECT_FALSE(soft.destroy_cq(second.value()));
+  EXPECT_FALSE(soft.destroy_comp_channel(channel.value()));
+}
+
 }  // namespace
 
 }  // namespace soft_provider_test

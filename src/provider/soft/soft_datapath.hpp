@@ -34,9 +34,9 @@ struct soft_cq;
 struct soft_comp_channel {
   explicit soft_comp_channel(std::error_code& ec) noexcept : fired(ec) {}
   basic_event_queue<soft_cq*> fired;
-  std::atomic<int> cqs{0};
-  /// Its CQs, for a reader that finds no event (going to sleep); `mutex`
-  /// keeps them alive while it moves their links.
+  /// Its CQs, for a reader that finds no event (going to sleep), and for
+  /// destroy_comp_channel's EBUSY; `mutex` keeps them alive while a reader
+  /// moves their links.
   std::mutex mutex;
   std::vector<soft_cq*> members;
 };

@@ -47,7 +47,10 @@ result<comp_channel*> soft_provider::create_comp_channel(device* dev) {
 
 std::error_code soft_provider::destroy_comp_channel(comp_channel* h) noexcept {
   auto* channel = as<soft_comp_channel>(h);
-  if (channel->cqs > 0) return sys(EBUSY);
+  {
+    const std::lock_guard lock(channel->mutex);
+    if (!channel->members.empty()) return sys(EBUSY);
+  }
   delete channel;
   return {};
 }
@@ -69,7 +72,6 @@ result<cq*> soft_provider::create_cq(device* dev, int cqe, comp_channel* channel
       delete c;
       return sys(ENOMEM);
     }
-    ++c->channel->cqs;
   }
   return handle<cq>(c);
 }
@@ -83,7 +85,6 @@ std::error_code soft_provider::destroy_cq(cq* h) noexcept {
       const std::lock_guard lock(c->channel->mutex);
       std::erase(c->channel->members, c);
     }
-    --c->channel->cqs;
   }
   delete c;
   return {};
