@@ -157,6 +157,8 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
   bool rx_large_writes = false;  ///< the last frame was a large WRITE
+  /// The last read got less than it asked for: the socket had nothing more.
+  bool rx_short = false;
   /// A large WRITE whose payload goes to its MR as it arrives: where the
   /// rest goes, and how much is still to come (0: none under way).
   struct write_in_place {

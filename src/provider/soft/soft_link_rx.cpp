@@ -73,15 +73,17 @@ enum class fill_result : std::uint8_t { data, would_block, failed };
 fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
   make_room(id, frame_size);
   ssize_t n = 0;
+  std::size_t want = 0;
   {
     // The descriptor stays open during the call (close_link takes the lock).
     const std::lock_guard lock(id.fd_mutex);
     if (id.tx_fd < 0) return fill_result::would_block;
-    const std::size_t want = std::min(id.rx.size() - id.rx_end, limit);
+    want = std::min(id.rx.size() - id.rx_end, limit);
     n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
   }
   if (n > 0) {
     id.rx_end += static_cast<std::size_t>(n);
+    id.rx_short = static_cast<std::size_t>(n) < want;
     return fill_result::data;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -266,6 +268,19 @@ bool failed_link(const id_ptr& id, rx_mode mode) {
   return true;
 }
 
+/// Reads more; false when the socket has nothing now. The progress thread
+/// does not ask again after a read that got less than it asked for: the
+/// socket had nothing more, and its next wait finds whatever came since
+/// (Asio's reactor re-arms the descriptor for every wait, and the kernel then
+/// reports a socket that is readable already). One recv per wake-up less.
+bool read_more(const id_ptr& id, rx_mode mode, std::size_t need, std::size_t limit) {
+  if (mode != rx_mode::progress) return fill(*id, need, limit) != fill_result::would_block;
+  if (std::exchange(id->rx_short, false)) return false;
+  if (fill(*id, need, limit) != fill_result::would_block) return true;
+  if (id->totals != nullptr) id->totals->empty_progress_reads.fetch_add(1);
+  return false;
+}
+
 /// Consumes the buffered frames and reads more until the socket has nothing.
 /// Called with rx_mutex held.
 rx_next pump_locked(const id_ptr& id, rx_mode mode) {
@@ -291,8 +306,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
       if (avail < need && large_write(*h)) {
         // Read no further than the target, then the payload goes where it belongs.
         if (avail < header_size + remote_size) {
-          if (fill(*id, need, header_size + remote_size - avail) == fill_result::would_block)
-            return drained(id);
+          if (!read_more(id, mode, need, header_size + remote_size - avail)) return drained(id);
           continue;
         }
         if (start_placing(id, h->length)) continue;
@@ -321,7 +335,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
     const bool header_first = id->rx_large_writes && avail < header_size;
     const std::size_t limit =
         header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
-    if (fill(*id, need, limit) == fill_result::would_block) return drained(id);
+    if (!read_more(id, mode, need, limit)) return drained(id);
   }
 }
 
@@ -442,6 +456,7 @@ void pump(const id_ptr& id) {
     const std::lock_guard lock(id->rx_mutex);
     if (id->reading_paused) return;
     id->answer_due = false;
+    id->rx_short = false;  // woken: read at least once
     next = pump_locked(id, rx_mode::progress);
     answer_due = std::exchange(id->answer_due, false);
   }

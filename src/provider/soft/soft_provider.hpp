@@ -136,6 +136,8 @@ class soft_provider : public provider {  // not final: tests override single cal
     std::atomic<std::size_t> parks{0};
     /// Requests that waited in a link's cork to go out with the next ones.
     std::atomic<std::size_t> batched{0};
+    /// Reads of a link's socket by the progress thread that found nothing.
+    std::atomic<std::size_t> empty_progress_reads{0};
   };
   [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
   [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
@@ -148,6 +150,9 @@ class soft_provider : public provider {  // not final: tests override single cal
   [[nodiscard]] std::size_t link_failures() const noexcept { return totals_.link_failures.load(); }
   [[nodiscard]] std::size_t parks() const noexcept { return totals_.parks.load(); }
   [[nodiscard]] std::size_t batched() const noexcept { return totals_.batched.load(); }
+  [[nodiscard]] std::size_t empty_progress_reads() const noexcept {
+    return totals_.empty_progress_reads.load();
+  }
 
  private:
   struct device_storage;
