@@ -1,16 +1,28 @@
 // How the soft provider's progress thread reads a link: a read that gets
 // less than it asked for emptied the socket, so it waits for the next
 // readiness instead of asking again for an EAGAIN (one recv per wake-up
-// less), and what arrives after that read still wakes it. The test is the
-// requester, speaking the wire by hand, so it decides when bytes arrive.
+// less), and what arrives after that read still wakes it; and an active
+// side's socket is watched for reading only once connected, so that its
+// waits are not woken by a writable socket. The first tests are the
+// requester, speaking the wire by hand, so they decide when bytes arrive.
 #include "provider/soft/soft_provider.hpp"
 #include "support/raw_peer.hpp"
+#include "support/soft_pair.hpp"
 #include "support/soft_raw_link.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +70,52 @@ TEST_F(soft_link_read, the_rest_of_a_frame_that_comes_later_is_still_read) {
   }
   EXPECT_EQ(target_byte(63), 0xcc);
   EXPECT_TRUE(target_.guards_intact());
+}
+
+/// The fd of this process's TCP socket whose local port is `port`.
+std::optional<int> socket_with_local_port(std::uint16_t port) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        local.sin_family == AF_INET && ntohs(local.sin_port) == port)
+      return fd;
+  }
+  return std::nullopt;
+}
+
+/// The events every epoll instance of this process watches `fd` for
+/// (/proc/self/fdinfo: "tfd: FD events: MASK ...").
+std::vector<unsigned> epoll_masks_of(int fd) {
+  std::vector<unsigned> masks;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fdinfo")) {
+    std::ifstream info(entry.path());
+    for (std::string line; std::getline(info, line);) {
+      std::istringstream in(line);
+      std::string tag, events_tag;
+      int target = -1;
+      unsigned mask = 0;
+      if (in >> tag >> target >> events_tag >> std::hex >> mask && tag == "tfd:" && target == fd &&
+          events_tag == "events:")
+        masks.push_back(mask);
+    }
+  }
+  return masks;
+}
+
+class soft_link_watch : public arpma::test::soft_pair {};
+
+TEST_F(soft_link_watch, a_connected_socket_is_watched_for_reading_only) {
+  connect();
+  const auto fd = socket_with_local_port(soft.local_port(a.id));
+  ASSERT_TRUE(fd) << "no socket of the active side";
+  const auto masks = epoll_masks_of(*fd);
+  ASSERT_EQ(masks.size(), 1U) << "the progress thread's reactor watches the link's socket";
+  EXPECT_NE(masks[0] & EPOLLIN, 0U);
+  // The connect waited for writability; kept, an edge-triggered epoll would
+  // report the writable socket at every re-arm for reading.
+  EXPECT_EQ(masks[0] & EPOLLOUT, 0U) << std::hex << masks[0];
 }
 
 }  // namespace

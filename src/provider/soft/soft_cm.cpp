@@ -335,6 +335,7 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
           }
         }
         if (!proceed) return close_link(id);
+        soft_link::watch_for_reading_only(*id);  // the connect registered EPOLLOUT
         tune(id->socket->native_handle());
         open_tx(*id);
         send_frame(id, std::move(request));

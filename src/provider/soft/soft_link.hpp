@@ -64,6 +64,13 @@ void qp_ready_locked(const id_ptr& id);
 /// lease took it off). Progress thread only.
 tcp::socket& reactor_socket(soft_id& id);
 
+/// Registers the socket with the progress thread's reactor afresh, for
+/// reading only: Asio keeps EPOLLOUT in a registration once an operation
+/// waited for writability (a connect did), and an edge-triggered epoll then
+/// reports the writable socket again at every re-arm for reading, a spurious
+/// wake-up per wait. Nothing may be pending on the socket. Progress thread only.
+void watch_for_reading_only(soft_id& id);
+
 /// Ends the lease a poller holds on the link and reads it on the progress
 /// thread again: the link is finishing, and only that thread sees it out.
 void end_lease(const id_ptr& id);

@@ -560,6 +560,18 @@ tcp::socket& reactor_socket(soft_id& id) {
   return *id.socket;
 }
 
+void watch_for_reading_only(soft_id& id) {
+  boost::system::error_code ec;
+  const tcp::endpoint local = id.socket->local_endpoint(ec);
+  if (ec || id.off_reactor) return;
+  const int fd = id.socket->release(ec);
+  if (ec) return;
+  // Put back as a lease's park does; should the registration fail, the fd
+  // waits in off_reactor for the next use or close_link.
+  id.off_reactor = soft_id::off_reactor_socket{local.protocol(), fd};
+  (void)reactor_socket(id);
+}
+
 void open_tx(soft_id& id) {
   const std::scoped_lock lock(id.tx_mutex, id.fd_mutex);
   id.tx_fd = id.socket->native_handle();
