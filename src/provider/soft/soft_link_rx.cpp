@@ -177,6 +177,7 @@ fill_result place_more(const id_ptr& id) {
   const auto qp = p.refused ? nullptr : placing_qp(id);
   ssize_t n = 0;
   int err = 0;
+  std::size_t want = 0;
   {
     std::shared_lock<std::shared_mutex> memory;
     std::uint8_t* dst = nullptr;
@@ -186,7 +187,7 @@ fill_result place_more(const id_ptr& id) {
     }
     p.refused = p.refused || dst == nullptr;
     if (p.refused) dst = id->rx.data();
-    const std::size_t want = p.refused ? std::min(p.left, id->rx.size()) : p.left;
+    want = p.refused ? std::min(p.left, id->rx.size()) : p.left;
     const std::lock_guard lock(id->fd_mutex);
     if (id->tx_fd < 0) return fill_result::would_block;
     n = ::recv(id->tx_fd, dst, want, MSG_DONTWAIT);
@@ -202,6 +203,7 @@ fill_result place_more(const id_ptr& id) {
     id->rx_error = n == 0 ? ECONNRESET : err;
     return fill_result::failed;
   }
+  id->rx_short = static_cast<std::size_t>(n) < want;
   p.addr += static_cast<std::size_t>(n);
   p.left -= static_cast<std::size_t>(n);
   if (p.left > 0) return fill_result::data;
@@ -273,12 +275,16 @@ bool failed_link(const id_ptr& id, rx_mode mode) {
 /// socket had nothing more, and its next wait finds whatever came since
 /// (Asio's reactor re-arms the descriptor for every wait, and the kernel then
 /// reports a socket that is readable already). One recv per wake-up less.
-bool read_more(const id_ptr& id, rx_mode mode, std::size_t need, std::size_t limit) {
-  if (mode != rx_mode::progress) return fill(*id, need, limit) != fill_result::would_block;
+template <class Read>
+bool read_more(const id_ptr& id, rx_mode mode, Read read) {
+  if (mode != rx_mode::progress) return read() != fill_result::would_block;
   if (std::exchange(id->rx_short, false)) return false;
-  if (fill(*id, need, limit) != fill_result::would_block) return true;
+  if (read() != fill_result::would_block) return true;
   if (id->totals != nullptr) id->totals->empty_progress_reads.fetch_add(1);
   return false;
+}
+bool read_more(const id_ptr& id, rx_mode mode, std::size_t need, std::size_t limit) {
+  return read_more(id, mode, [&] { return fill(*id, need, limit); });
 }
 
 /// Consumes the buffered frames and reads more until the socket has nothing.
@@ -289,7 +295,7 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
       return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
     if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
     if (id->placing.left > 0) {
-      if (place_more(id) == fill_result::would_block) return drained(id);
+      if (!read_more(id, mode, [&] { return place_more(id); })) return drained(id);
       continue;
     }
     const std::size_t avail = id->rx_end - id->rx_begin;
