@@ -4,9 +4,11 @@
 // exactly like rdma-core's channel fd.
 //
 // Invariant: under the mutex, the eventfd counter equals the number of queued
-// events (push writes one, pop and extract read one per event while holding the
-// mutex, so those reads never block even when the application has made the fd
-// blocking). Readiness therefore always means "an event is there".
+// events less the silent ones (push writes one, pop and extract read one per
+// event while holding the mutex, so those reads never block even when the
+// application has made the fd blocking). Readiness therefore always means "an
+// event is there". Silent events (push_silent) exist only while the thread that
+// queued them is about to take them: it settles the rest before it returns.
 #pragma once
 
 #include "provider/provider.hpp"
@@ -17,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
@@ -57,19 +60,40 @@ class basic_event_queue {
     (void)!::write(fd_, &one, sizeof one);
   }
 
+  /// Queues `event` without touching the fd: for the thread that takes it
+  /// again before anyone else could be told (a completion channel's reader
+  /// completing into its own armed CQ). settle() announces what is left.
+  void push_silent(const Event& event) {
+    const std::lock_guard lock(mutex_);
+    if (closed_) return;
+    events_.push_back(event);
+    ++silent_;
+  }
+
+  /// Makes the fd readable for the events push_silent queued and nobody took.
+  void settle() noexcept {
+    const std::lock_guard lock(mutex_);
+    if (silent_ == 0) return;
+    const std::uint64_t count = silent_;
+    silent_ = 0;
+    (void)!::write(fd_, &count, sizeof count);
+  }
+
+  /// Takes the oldest event if there is one, never waiting.
+  bool try_pop(Event& out) {
+    const std::lock_guard lock(mutex_);
+    if (events_.empty()) return false;
+    consume(1);
+    out = events_.front();
+    events_.pop_front();
+    return true;
+  }
+
   /// Takes the oldest event. With none pending: EAGAIN when the fd is
   /// non-blocking, else waits for one (as a read of rdma-core's channel fd).
   std::error_code pop(Event& out) {
     for (;;) {
-      {
-        const std::lock_guard lock(mutex_);
-        if (!events_.empty()) {
-          consume_tokens(1);
-          out = events_.front();
-          events_.pop_front();
-          return {};
-        }
-      }
+      if (try_pop(out)) return {};
       const int flags = ::fcntl(fd_, F_GETFL);
       if (flags < 0) return {errno, std::system_category()};
       if ((flags & O_NONBLOCK) != 0) return {EAGAIN, std::system_category()};
@@ -93,7 +117,7 @@ class basic_event_queue {
       else
         events_.push_back(e);
     }
-    consume_tokens(taken.size());
+    consume(taken.size());
     return taken;
   }
 
@@ -110,6 +134,14 @@ class basic_event_queue {
   }
 
  private:
+  // Called with the mutex held, for `count` events leaving the queue: the
+  // silent ones first (the counter holds a token for every other event).
+  void consume(std::size_t count) noexcept {
+    const std::size_t quiet = std::min<std::size_t>(count, silent_);
+    silent_ -= quiet;
+    consume_tokens(count - quiet);
+  }
+
   // Called with the mutex held; the counter is at least `count`.
   // NOLINTNEXTLINE(readability-make-member-function-const): drains the eventfd counter
   void consume_tokens(std::size_t count) noexcept {
@@ -122,6 +154,7 @@ class basic_event_queue {
   int fd_;
   mutable std::mutex mutex_;
   ring<Event> events_;  // no allocation per event once warm
+  std::size_t silent_ = 0;  // events queued by push_silent without a token
   bool closed_ = false;
 };
 

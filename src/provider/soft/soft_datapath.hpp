@@ -18,6 +18,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 #include "provider/ring.hpp"
 
@@ -29,19 +30,42 @@ struct soft_pd {
 
 struct soft_cq;
 
-/// A completion channel: an eventfd whose readiness means "a CQ fired"; the
-/// queue says which one (several CQs may share a channel).
+struct soft_qp;
+
+/// Called with (epoll fd, token, add): puts the link's socket into the epoll
+/// set, or takes it out; false when it could not (the link is closed).
+using watch_fn = std::function<bool(int, std::uint64_t, bool)>;
+
+/// A completion channel. Its fd is an epoll set: an eventfd whose readiness
+/// means "a CQ fired" (the queue says which one; several CQs may share a
+/// channel), and the sockets of its CQs' links, so a thread asleep on the
+/// channel wakes for a frame itself and moves it (next_event), instead of
+/// the progress thread waking first to complete and then wake it.
 struct soft_comp_channel {
-  explicit soft_comp_channel(std::error_code& ec) noexcept : fired(ec) {}
+  explicit soft_comp_channel(std::error_code& ec) noexcept;
+  ~soft_comp_channel();
+  soft_comp_channel(const soft_comp_channel&) = delete;
+  soft_comp_channel& operator=(const soft_comp_channel&) = delete;
+  soft_comp_channel(soft_comp_channel&&) = delete;
+  soft_comp_channel& operator=(soft_comp_channel&&) = delete;
+
   basic_event_queue<soft_cq*> fired;
+  int epfd = -1;  ///< the channel's fd: `fired`'s eventfd and the watched sockets
   /// Its CQs, for a reader that finds no event (going to sleep), and for
   /// destroy_comp_channel's EBUSY; `mutex` keeps them alive while a reader
   /// moves their links.
   std::mutex mutex;
   std::vector<soft_cq*> members;
+  /// The links in the epoll set, by token (the QP's address). A leaf lock:
+  /// taken with the cm id's held (a QP becoming ready), nothing under it
+  /// but the id's fd_mutex.
+  struct watched_link {
+    std::weak_ptr<soft_qp> qp;
+    watch_fn watch;
+  };
+  std::mutex watch_mutex;
+  std::unordered_map<std::uint64_t, watched_link> watched;
 };
-
-struct soft_qp;
 
 struct soft_cq {
   soft_comp_channel* channel = nullptr;
@@ -84,6 +108,12 @@ enum class drive : std::uint8_t {
   poll,     ///< move the received frames here, and keep them for this thread (busy polling)
   peek,     ///< move them once (a poll of an armed CQ: its thread is going to sleep)
   release,  ///< the CQ is armed: the progress thread reads the link again
+  /// The CQ is armed and its channel watches the link: its thread wakes for
+  /// the next frame itself, so the link stays leased; what is owed goes out.
+  sleep,
+  /// The channel woke its reader for this link: read it as a poll does; if
+  /// the progress thread is at it, leave it to that thread, lease ended.
+  wake,
 };
 
 /// Where a frame's tail lies in registered memory. What the socket does not
@@ -117,6 +147,8 @@ struct link_ops {
   std::function<std::size_t()> queued_reads;
   /// Whether the provider's budget for queued READ responses is spent.
   std::function<bool()> read_budget_spent;
+  /// Puts the link's socket into a completion channel's epoll set.
+  watch_fn watch;
   std::uint32_t max_reads_out = max_reads_in_flight;  ///< min(our depth, their resources)
   std::uint32_t max_reads_in = max_reads_in_flight;   ///< min(our resources, their depth)
 };
@@ -145,6 +177,8 @@ struct soft_qp {
   std::uint32_t reads_out = 0;  ///< READs sent, not yet answered
   ring<recv_wr> rq;
   bool halted = false;  ///< a local error is queued: later WRs only wait to be flushed
+  /// Every completion channel of its CQs watches its link (watch_link).
+  std::atomic<bool> watched{false};
 };
 
 /// Registers with a random rkey and lkey in the process-wide table.
@@ -161,6 +195,12 @@ void arm(soft_cq& cq) noexcept;
 /// back to its loop), so the links of the channel's CQs are the progress
 /// thread's again and what no answer carried is acknowledged.
 void channel_idle(soft_comp_channel& ch) noexcept;
+/// get_cq_event: the next CQ that fired; first the links whose sockets woke
+/// the channel are moved on this thread. EAGAIN when none fired and the
+/// channel's fd is non-blocking, else waits.
+std::error_code next_event(soft_comp_channel& ch, soft_cq*& out);
+/// The channel whose next_event runs on this thread, if any.
+soft_comp_channel* reading_channel() noexcept;
 /// Forgets the CQ's fired events still queued (it is being destroyed).
 void forget_events(soft_cq& cq);
 
@@ -171,6 +211,10 @@ std::error_code post_srq_recv(soft_srq& srq, const recv_wr& wr);
 /// Polls of the QP's CQs may move its link (see soft_cq::users).
 void attach(const std::shared_ptr<soft_qp>& qp);
 void detach(const std::shared_ptr<soft_qp>& qp);
+/// The QP is ready: the completion channels of its CQs watch its link's
+/// socket (soft_comp_channel). Without them (no channel, or epoll refused),
+/// the progress thread alone wakes for the link, as before.
+void watch_link(const std::shared_ptr<soft_qp>& qp);
 
 /// The connection is up: `link` carries the QP's frames from now on.
 void make_ready(soft_qp& qp, link_ops link);

@@ -56,7 +56,7 @@ std::error_code soft_provider::destroy_comp_channel(comp_channel* h) noexcept {
 }
 
 int soft_provider::comp_channel_fd(const comp_channel* h) const noexcept {
-  return as<const soft_comp_channel>(h)->fired.fd();
+  return as<const soft_comp_channel>(h)->epfd;
 }
 
 result<cq*> soft_provider::create_cq(device* dev, int cqe, comp_channel* channel) {
@@ -102,9 +102,7 @@ result<std::size_t> soft_provider::poll_cq(cq* h, std::span<work_completion> out
 
 result<cq*> soft_provider::get_cq_event(comp_channel* h) {
   soft_cq* fired = nullptr;
-  auto* ch = as<soft_comp_channel>(h);
-  if (ch->fired.size() == 0) soft_dp::channel_idle(*ch);
-  if (const std::error_code ec = ch->fired.pop(fired)) return ec;
+  if (const std::error_code ec = soft_dp::next_event(*as<soft_comp_channel>(h), fired)) return ec;
   return handle<cq>(fired);
 }
 

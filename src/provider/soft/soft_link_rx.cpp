@@ -38,7 +38,10 @@ constexpr std::size_t stalled_frame_overhead = 64;
 
 std::size_t stalled_cost(std::size_t payload) noexcept { return payload + stalled_frame_overhead; }
 
-enum class rx_mode : std::uint8_t { progress, application };
+/// Who reads: the progress thread; an application thread polling; or one
+/// woken by its completion channel for this link (which, as the progress
+/// thread, stops at a short read: the channel wakes it for what comes next).
+enum class rx_mode : std::uint8_t { progress, application, woken };
 
 /// Frames buffered before anything has been seen, and once data flows.
 constexpr std::size_t rx_small = 512;
@@ -106,8 +109,12 @@ rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::ui
     qp = id->qp;
   }
   if (!qp) return rx_next::hand_over;
+  // Marked before the receive completes, as on the progress thread: a pump
+  // there that finds nothing after this must not send the ACK alone.
+  const bool message = soft_dp::takes_receive(type);
+  if (message) id->ack_awaits_answer.store(true);
   switch (soft_dp::on_frame(*qp, type, payload)) {
-    case soft_dp::verdict::done: return rx_next::more;
+    case soft_dp::verdict::done: id->answer_due = id->answer_due || message; return rx_next::more;
     case soft_dp::verdict::rnr_wait: return rx_next::hand_over;  // nothing happened yet
     case soft_dp::verdict::protocol_error: id->rx_error = EPROTO; return rx_next::hand_over;
   }
@@ -277,10 +284,11 @@ bool failed_link(const id_ptr& id, rx_mode mode) {
 /// reports a socket that is readable already). One recv per wake-up less.
 template <class Read>
 bool read_more(const id_ptr& id, rx_mode mode, Read read) {
-  if (mode != rx_mode::progress) return read() != fill_result::would_block;
+  if (mode == rx_mode::application) return read() != fill_result::would_block;
   if (std::exchange(id->rx_short, false)) return false;
   if (read() != fill_result::would_block) return true;
-  if (id->totals != nullptr) id->totals->empty_progress_reads.fetch_add(1);
+  if (id->totals != nullptr && mode == rx_mode::progress)
+    id->totals->empty_progress_reads.fetch_add(1);
   return false;
 }
 bool read_more(const id_ptr& id, rx_mode mode, std::size_t need, std::size_t limit) {
@@ -472,7 +480,9 @@ void pump(const id_ptr& id) {
   // ping-pong's sender then wakes once, for ACK and echo together). The
   // application's next poll of the CQ sends what no answer carried, and the
   // ack ticker within limits::ack_delay if it never polls.
-  if (answer_due)
+  // An application thread woken by its channel may have delivered one: its
+  // ACK waits for the answer too, or for that thread's next look.
+  if (answer_due || id->ack_awaits_answer.load())
     ensure_ack_ticker(id);
   else
     flush_acks(id);
@@ -488,26 +498,43 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   // The poller (or the thread going to sleep on the CQ) waits for what it
   // batched: it goes out first.
   flush_batch(id);
-  if (how == soft_dp::drive::release) {
+  if (how == soft_dp::drive::release || how == soft_dp::drive::sleep) {
     if (id->ack_awaits_answer.load()) flush_answered_acks(id);
-    return release(id);
+    if (how == soft_dp::drive::release) release(id);
+    return;
   }
   // Taken before trying the receiver: a progress thread that wakes now
   // leaves the socket to this thread rather than contending for it.
-  if (how == soft_dp::drive::poll) id->polled_at.store(now_ns());
-  std::unique_lock lock(id->rx_mutex, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    // The progress thread is at it: let it finish (a spinning poller could
-    // otherwise keep it from the CPU it needs to release the receiver).
+  const bool wake = how == soft_dp::drive::wake;
+  if (how == soft_dp::drive::poll || wake) id->polled_at.store(now_ns());
+  std::unique_lock lock(id->rx_mutex, std::defer_lock);
+  // Woken by the channel, this thread waits for a progress thread that is
+  // at the link (a pump ends once the socket is drained): what it
+  // completes is this reader's event, and a channel that was readable then
+  // has one to give, as a verbs channel would. A spinning poller lets it
+  // finish instead (it could otherwise keep it from the CPU it needs to
+  // release the receiver).
+  if (wake)
+    lock.lock();
+  else if (!lock.try_lock()) {
     std::this_thread::yield();
     return;
   }
   if (id->reading_paused) return;
   // What the last poll executed and no reply carried is acknowledged now.
   flush_answered_acks(id);
-  const rx_next next = pump_locked(id, rx_mode::application);
+  if (wake) {
+    id->rx_short = false;  // woken: read at least once
+    if (id->totals != nullptr) id->totals->channel_reads.fetch_add(1);
+  }
+  id->answer_due = false;
+  const rx_next next = pump_locked(id, wake ? rx_mode::woken : rx_mode::application);
+  const bool answer_due = std::exchange(id->answer_due, false);
   lock.unlock();
   flush_batch(id);  // what the responses released (held WRs), or other threads posted
+  // Woken, this thread acknowledges as the progress thread would: at once,
+  // or, for a message it is about to take, in front of its answer.
+  if (wake && !answer_due) flush_answered_acks(id);
   ensure_ack_ticker(id);
   if (next != rx_next::hand_over) return;
   try {

@@ -5,6 +5,7 @@
 
 #include "provider/soft/soft_memory.hpp"
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -587,6 +588,19 @@ std::function<void(frame, byte_span, soft_dp::payload_source, bool)> link_of(con
   };
 }
 
+/// Adds the open socket to a completion channel's epoll set (edge-triggered:
+/// the channel's reader is woken by each new frame, and a frame it leaves
+/// to the progress thread does not wake it again), or removes it. Under
+/// fd_mutex, so a closed socket's number, maybe another's by now, is never used.
+bool watch_socket(soft_id& id, int epfd, std::uint64_t token, bool add) {
+  const std::lock_guard lock(id.fd_mutex);
+  if (id.tx_fd < 0) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ev.data.u64 = token;
+  return ::epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, id.tx_fd, &ev) == 0;
+}
+
 std::size_t queued_reads(const id_ptr& id) {
   const std::lock_guard lock(id->tx_mutex);
   return id->reads_queued;
@@ -616,7 +630,12 @@ void qp_ready_locked(const id_ptr& id) {
   // resources, whichever of the two ends offers less (make_ready caps them).
   ops.max_reads_out = std::min(id->own_depth, id->peer_resources);
   ops.max_reads_in = std::min(id->own_resources, id->peer_depth);
+  ops.watch = [weak](int epfd, std::uint64_t token, bool add) {
+    const id_ptr alive = weak.lock();
+    return alive && watch_socket(*alive, epfd, token, add);
+  };
   soft_dp::make_ready(*id->qp, std::move(ops));
+  soft_dp::watch_link(id->qp);
 }
 
 }  // namespace arpma::provider::soft_link

@@ -138,6 +138,9 @@ class soft_provider : public provider {  // not final: tests override single cal
     std::atomic<std::size_t> batched{0};
     /// Reads of a link's socket by the progress thread that found nothing.
     std::atomic<std::size_t> empty_progress_reads{0};
+    /// Times a completion channel's reader, woken by a link's socket, read it
+    /// itself (no hop through the progress thread).
+    std::atomic<std::size_t> channel_reads{0};
   };
   [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
   [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
@@ -152,6 +155,9 @@ class soft_provider : public provider {  // not final: tests override single cal
   [[nodiscard]] std::size_t batched() const noexcept { return totals_.batched.load(); }
   [[nodiscard]] std::size_t empty_progress_reads() const noexcept {
     return totals_.empty_progress_reads.load();
+  }
+  [[nodiscard]] std::size_t channel_reads() const noexcept {
+    return totals_.channel_reads.load();
   }
 
  private:
