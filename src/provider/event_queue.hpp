@@ -153,7 +153,7 @@ class basic_event_queue {
 
   int fd_;
   mutable std::mutex mutex_;
-  ring<Event> events_;  // no allocation per event once warm
+  ring<Event> events_;      // no allocation per event once warm
   std::size_t silent_ = 0;  // events queued by push_silent without a token
   bool closed_ = false;
 };

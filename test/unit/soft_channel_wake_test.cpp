@@ -54,9 +54,7 @@ class soft_channel_wake_test : public arpma::test::soft_pair {
   }
 
   /// b SENDs 16 bytes to a's posted receive, wr_id 6 (a's receive is 5).
-  void send_to_a() {
-    ASSERT_FALSE(post(b, wr_opcode::send, b_src_, out_.data(), 16, 0, 0, 6));
-  }
+  void send_to_a() { ASSERT_FALSE(post(b, wr_opcode::send, b_src_, out_.data(), 16, 0, 0, 6)); }
 
   void objects() {
     in_mr_ = reg(a, in_.data(), in_.size());

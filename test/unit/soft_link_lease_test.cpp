@@ -2,7 +2,7 @@
 // moves its link's frames itself, and the progress thread, parked, leaves the
 // socket to it (off its reactor, so the frames do not wake it). What must
 // still hold: the peer is served when the poller stops without arming (the
-// lease lapses), at once when it arms the CQ (the lease ends), connection
+// lease lapses), at once when it arms the CQ and sleeps on its channel, connection
 // events get through, large writes that fill the socket go out, and a parked
 // link closes without leaking its descriptor. Every wait is bounded.
 #include "provider/soft/soft_provider.hpp"
@@ -95,7 +95,7 @@ TEST_F(soft_link_lease_test, a_poller_that_stops_without_arming_still_serves_its
   EXPECT_EQ(std::memcmp(in.data(), bytes.data(), bytes.size()), 0);
 }
 
-TEST_F(soft_link_lease_test, arming_the_cq_gives_the_link_back_at_once) {
+TEST_F(soft_link_lease_test, a_poller_that_arms_and_sleeps_gets_the_next_frame_at_once) {
   long_lease();
   connect();
   poll_until_parked();
@@ -103,8 +103,9 @@ TEST_F(soft_link_lease_test, arming_the_cq_gives_the_link_back_at_once) {
   prov::mr* in_mr = reg(a, in.data(), in.size());
   ASSERT_FALSE(recv(a, in_mr, in.data(), in.size(), 5));
   ASSERT_FALSE(soft.req_notify_cq(a.rcq, false));
-  // a sleeps on its channel now: only its progress thread can take b's SEND
-  // (the lease would keep it parked for a minute).
+  // a sleeps on its channel now; the lease would keep the progress thread
+  // parked for a minute, so the SEND must wake the channel itself (its fd
+  // watches the link's socket) and be moved by the reader.
   prov::mr* b_src = reg(b, src_.data(), src_.size());
   ASSERT_FALSE(post(b, wr_opcode::send, b_src, src_.data(), 16, 0, 0, 6));
   pollfd ready{soft.comp_channel_fd(a.cc), POLLIN, 0};

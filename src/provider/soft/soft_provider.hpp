@@ -156,9 +156,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   [[nodiscard]] std::size_t empty_progress_reads() const noexcept {
     return totals_.empty_progress_reads.load();
   }
-  [[nodiscard]] std::size_t channel_reads() const noexcept {
-    return totals_.channel_reads.load();
-  }
+  [[nodiscard]] std::size_t channel_reads() const noexcept { return totals_.channel_reads.load(); }
 
  private:
   struct device_storage;
