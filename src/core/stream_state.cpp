@@ -263,14 +263,17 @@ void stream_state::on_readable(const error_code& ec) {
   waiting_ = false;
   if (abandoned_ || !fd_) return;
   if (!ec) {
-    // Every event there, each acknowledged and the CQ re-armed, before the
-    // drain: a completion after the re-arm fires the channel again.
+    // The event, acknowledged and the CQ re-armed, before the drain: a
+    // completion after the re-arm fires the channel again. One is all there
+    // can be (the stream's one CQ, one event per arming); asking again until
+    // EAGAIN cost the soft channel a look at its sockets and an fcntl per
+    // wake-up.
     take_ready_cq_events(
         *prov_, channel_, [](provider::cq*) { return true; },
         [this](provider::cq*, const std::error_code& rearm) {
           if (rearm) fail(reset_error());
         },
-        SIZE_MAX, channel_fd::nonblocking);
+        1, channel_fd::nonblocking);
   } else if (ec != aerr::operation_aborted) {
     fail(reset_error());
   }
