@@ -169,35 +169,47 @@ void detach(const std::shared_ptr<soft_qp>& qp) {
   if (qp->recv_cq != qp->send_cq) forget(*qp->recv_cq, qp.get());
 }
 
+namespace {
+
+/// Adds the link to the channel's set and table; false if it could not.
+bool watch_in(soft_comp_channel& ch, const std::shared_ptr<soft_qp>& qp, const watch_fn& watch) {
+  const std::lock_guard lock(ch.watch_mutex);
+  const std::uint64_t token = token_of(*qp);
+  if (ch.watched.contains(token) || !watch(ch.epfd, token, true)) return false;
+  try {
+    ch.watched.emplace(token, soft_comp_channel::watched_link{qp, watch});
+  } catch (const std::bad_alloc&) {
+    (void)watch(ch.epfd, token, false);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void watch_link(const std::shared_ptr<soft_qp>& qp) {
-  watch_fn watch;
-  {
-    const std::lock_guard lock(qp->mutex);
-    if (qp->state != qp_state::ready) return;
-    watch = qp->link.watch;
-  }
-  if (!watch) return;
-  bool all = true;
-  bool any = false;
-  for (soft_comp_channel* ch : channels_of(*qp)) {
-    if (ch == nullptr) continue;
-    any = true;
-    try {
-      const std::lock_guard lock(ch->watch_mutex);
-      const std::uint64_t token = token_of(*qp);
-      if (ch->watched.contains(token) || !watch(ch->epfd, token, true)) {
-        all = false;
-        continue;
-      }
-      ch->watched.emplace(token, soft_comp_channel::watched_link{qp, watch});
-    } catch (const std::bad_alloc&) {
-      (void)watch(ch->epfd, token_of(*qp), false);
-      all = false;
+  try {
+    watch_fn watch;
+    {
+      const std::lock_guard lock(qp->mutex);
+      if (qp->state != qp_state::ready) return;
+      watch = qp->link.watch;
     }
+    if (!watch) return;
+    bool all = true;
+    bool any = false;
+    for (soft_comp_channel* ch : channels_of(*qp)) {
+      if (ch == nullptr) continue;
+      any = true;
+      all = watch_in(*ch, qp, watch) && all;
+    }
+    // Half watched is not watched: the link is released to the progress
+    // thread whenever a CQ is armed, as without a watch (a table entry left
+    // behind only costs a look; detach removes it).
+    qp->watched.store(any && all);
+  } catch (const std::bad_alloc&) {
+    qp->watched.store(false);
   }
-  // Half watched is not watched: the link is released to the progress
-  // thread as before whenever a CQ is armed.
-  qp->watched.store(any && all);
 }
 
 void arm(soft_cq& cq) noexcept {
