@@ -111,9 +111,12 @@ enum class drive : std::uint8_t {
   /// The CQ is armed and its channel watches the link: its thread wakes for
   /// the next frame itself, so the link stays leased; what is owed goes out.
   sleep,
-  /// The channel woke its reader for this link: read it as a poll does; if
-  /// the progress thread is at it, leave it to that thread, lease ended.
+  /// The channel woke its reader for this link: read it as a poll does,
+  /// after a progress thread that is at it.
   wake,
+  /// A peek at a link the CQ's channel watches: skipped when the channel's
+  /// reader drained the socket last (a later frame wakes the channel).
+  peek_watched,
 };
 
 /// Where a frame's tail lies in registered memory. What the socket does not

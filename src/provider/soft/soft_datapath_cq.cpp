@@ -45,8 +45,8 @@ void drive_link(soft_qp& qp, drive how) {
 
 /// Moves the links of the CQ's QPs on this thread (`how`: poll or release;
 /// a poll of an armed CQ only peeks). A link the CQ's channel watches is
-/// neither peeked at nor released: a frame arriving wakes the channel's
-/// reader itself. The QP locks are taken after the CQ's is released
+/// not released (a frame arriving wakes the channel's reader itself), nor
+/// peeked at when that reader drained it last. The QP locks are taken after the CQ's is released
 /// (completing takes them in the other order).
 void drive_links(soft_cq& cq, drive how) {
   thread_local std::vector<std::weak_ptr<soft_qp>> users;
@@ -60,7 +60,7 @@ void drive_links(soft_cq& cq, drive how) {
     if (!qp) continue;
     drive mode = how;
     if (qp->watched.load()) {
-      if (how == drive::peek) continue;
+      if (how == drive::peek) mode = drive::peek_watched;
       if (how == drive::release) mode = drive::sleep;
     }
     drive_link(*qp, mode);

@@ -179,6 +179,10 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   /// application's poll does not send it alone while the message is still in
   /// its receive CQ (the application has not seen it yet).
   std::atomic<bool> ack_awaits_answer{false};
+  /// The last read of the socket was a completion channel's reader's, and
+  /// emptied it: until another reads, any new frame wakes that channel, so
+  /// a peek of an armed CQ need not ask the socket (under rx_mutex).
+  bool rx_woken_drained = false;
 
   // Who reads the link. An application thread busy-polling a CQ of the QP
   // holds a lease on it: the progress thread, woken by the socket meanwhile,

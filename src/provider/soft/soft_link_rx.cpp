@@ -471,6 +471,7 @@ void pump(const id_ptr& id) {
     if (id->reading_paused) return;
     id->answer_due = false;
     id->rx_short = false;  // woken: read at least once
+    id->rx_woken_drained = false;
     next = pump_locked(id, rx_mode::progress);
     answer_due = std::exchange(id->answer_due, false);
   }
@@ -521,6 +522,7 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
     return;
   }
   if (id->reading_paused) return;
+  if (how == soft_dp::drive::peek_watched && id->rx_woken_drained) return;
   // What the last poll executed and no reply carried is acknowledged now.
   flush_answered_acks(id);
   if (wake) {
@@ -529,6 +531,7 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   }
   id->answer_due = false;
   const rx_next next = pump_locked(id, wake ? rx_mode::woken : rx_mode::application);
+  id->rx_woken_drained = wake && next == rx_next::more;
   const bool answer_due = std::exchange(id->answer_due, false);
   lock.unlock();
   flush_batch(id);  // what the responses released (held WRs), or other threads posted
