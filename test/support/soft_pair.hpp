@@ -187,6 +187,14 @@ class soft_pair : public ::testing::Test {
     ASSERT_FALSE(soft.destroy_id(listener));
   }
 
+  /// A poll lease longer than any wait of a test: a parked progress thread
+  /// stays parked until the lease is ended.
+  void long_lease() {
+    prov::soft_provider::limits l;
+    l.poll_lease = std::chrono::seconds(60);
+    soft.set_limits(l);
+  }
+
   prov::mr* reg(side& s, void* p, std::size_t n, int access = all_access) {
     auto m = soft.reg_mr(s.pd, p, n, access);
     EXPECT_TRUE(m) << m.error().message();

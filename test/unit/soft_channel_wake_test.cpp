@@ -34,13 +34,6 @@ using prov::wr_opcode;
 
 class soft_channel_wake_test : public arpma::test::soft_pair {
  protected:
-  /// A lease longer than any wait here: a parked progress thread stays parked.
-  void long_lease() {
-    prov::soft_provider::limits l;
-    l.poll_lease = std::chrono::seconds(60);
-    soft.set_limits(l);
-  }
-
   bool readable(prov::comp_channel* cc, std::chrono::milliseconds limit) {
     pollfd ready{soft.comp_channel_fd(cc), POLLIN, 0};
     return ::poll(&ready, 1, static_cast<int>(limit.count())) == 1;

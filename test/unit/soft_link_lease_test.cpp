@@ -35,13 +35,6 @@ using prov::wr_opcode;
 
 class soft_link_lease_test : public arpma::test::soft_pair {
  protected:
-  /// A lease longer than any wait of these tests: only arming ends it.
-  void long_lease() {
-    prov::soft_provider::limits l;
-    l.poll_lease = std::chrono::seconds(60);
-    soft.set_limits(l);
-  }
-
   /// Spins on `cq` (no sleeping: a busy poller) for its next completion.
   std::optional<prov::work_completion> spin_wc(prov::cq* cq) {
     const auto deadline = std::chrono::steady_clock::now() + wait_limit;

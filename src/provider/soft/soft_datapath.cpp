@@ -63,12 +63,7 @@ void complete(soft_cq& cq, const work_completion& wc) {
   cq.entries.push_back(wc);
   if (cq.armed && cq.channel != nullptr) {
     cq.armed = false;
-    soft_cq* self = &cq;
-    // The channel's own reader takes this event before it returns: no token.
-    if (cq.channel == reading_channel())
-      cq.channel->fired.push_silent(self);
-    else
-      cq.channel->fired.push(self);
+    fire(*cq.channel, cq);
   }
 }
 

@@ -202,8 +202,8 @@ void channel_idle(soft_comp_channel& ch) noexcept;
 /// the channel are moved on this thread. EAGAIN when none fired and the
 /// channel's fd is non-blocking, else waits.
 std::error_code next_event(soft_comp_channel& ch, soft_cq*& out);
-/// The channel whose next_event runs on this thread, if any.
-soft_comp_channel* reading_channel() noexcept;
+/// Queues the armed CQ's event on its channel (called with the CQ's lock).
+void fire(soft_comp_channel& ch, soft_cq& cq);
 /// Forgets the CQ's fired events still queued (it is being destroyed).
 void forget_events(soft_cq& cq);
 

@@ -46,8 +46,8 @@ void drive_link(soft_qp& qp, drive how) {
 /// Moves the links of the CQ's QPs on this thread (`how`: poll or release;
 /// a poll of an armed CQ only peeks). A link the CQ's channel watches is
 /// not released (a frame arriving wakes the channel's reader itself), nor
-/// peeked at when that reader drained it last. The QP locks are taken after the CQ's is released
-/// (completing takes them in the other order).
+/// peeked at when that reader drained it last. The QP locks are taken after
+/// the CQ's is released (completing takes them in the other order).
 void drive_links(soft_cq& cq, drive how) {
   thread_local std::vector<std::weak_ptr<soft_qp>> users;
   {
@@ -233,7 +233,14 @@ void channel_idle(soft_comp_channel& ch) noexcept {
   }
 }
 
-soft_comp_channel* reading_channel() noexcept { return reading; }
+void fire(soft_comp_channel& ch, soft_cq& cq) {
+  soft_cq* self = &cq;
+  // The channel's own reader takes this event before it returns: no token.
+  if (&ch == reading)
+    ch.fired.push_silent(self);
+  else
+    ch.fired.push(self);
+}
 
 soft_comp_channel::soft_comp_channel(std::error_code& ec) noexcept
     : fired(ec), epfd(::epoll_create1(EPOLL_CLOEXEC)) {
