@@ -69,7 +69,7 @@ tcp::socket& reactor_socket(soft_id& id);
 /// waited for writability (a connect did), and an edge-triggered epoll then
 /// reports the writable socket again at every re-arm for reading, a spurious
 /// wake-up per wait. Nothing may be pending on the socket. Progress thread only.
-void watch_for_reading_only(soft_id& id);
+void watch_for_reading_only(soft_id& id, const tcp& protocol);
 
 /// Ends the lease a poller holds on the link and reads it on the progress
 /// thread again: the link is finishing, and only that thread sees it out.
