@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -49,6 +50,21 @@ inline std::vector<unsigned> epoll_masks_of(int fd) {
     }
   }
   return masks;
+}
+
+/// The descriptors any epoll instance of this process watches.
+inline std::set<int> epoll_watched_fds() {
+  std::set<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fdinfo")) {
+    std::ifstream info(entry.path());
+    for (std::string line; std::getline(info, line);) {
+      std::istringstream in(line);
+      std::string tag;
+      int target = -1;
+      if (in >> tag >> target && tag == "tfd:") fds.insert(target);
+    }
+  }
+  return fds;
 }
 
 }  // namespace arpma::test
