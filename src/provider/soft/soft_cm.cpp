@@ -237,7 +237,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
                 event.private_data_len);
     child->channel->queue.push(event);
   }
-  pump(child);
+  soft_link::await_peer(child);  // the client waits for the REP
 }
 
 void read_request(const std::shared_ptr<incoming>& in) {
@@ -339,7 +339,7 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
     tune(id->socket->native_handle());
     open_tx(*id);
     send_frame(id, std::move(request));
-    pump(id);
+    soft_link::await_peer(id);  // the server answers the REQ first
   });
 }
 

@@ -79,6 +79,12 @@ void end_lease(const id_ptr& id);
 /// waits for it to become readable again.
 void pump(const id_ptr& id);
 
+/// Starts the receiver of a link whose peer waits for this side's frame (a
+/// REQ just sent, a REP to come) and so has sent nothing yet: its first wait,
+/// without pump's read, which could only find EAGAIN (the wait's re-arm
+/// reports a socket that is readable already). Progress thread only.
+void await_peer(const id_ptr& id);
+
 /// An application thread polling a CQ moves its link's frames itself; what
 /// it cannot finish goes to the progress thread. `how` (soft_dp::drive):
 /// poll also takes the lease on the link, release ends it instead.
