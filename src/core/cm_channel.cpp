@@ -234,10 +234,11 @@ void cm_channel::on_ready(const std::error_code& ec) {
   }
   if (!ec) drain();
   const std::lock_guard lock(mutex_);
-  if (holds_ == 0)
-    release_descriptor();
-  else
-    watch_locked();
+  // Unheld, the descriptor stays registered with no wait queued: it keeps
+  // no run() going, and the next hold costs one EPOLL_CTL_MOD instead of a
+  // deregistration now and a registration (ADD, FIONBIO, MOD) then, which a
+  // connection paid at each of its phases.
+  watch_locked();
 }
 
 result<provider::cm_event> cm_channel::read_now() {
@@ -273,7 +274,7 @@ void cm_channel::drain() {
   for (;;) {
     if (!nonblocking_.load(std::memory_order_acquire) && !readable(fd())) return;
     provider::cm_event event;
-    const std::error_code ec = prov_.get_cm_event(native_, event);
+    const std::error_code ec = prov_.get_cm_event_nonblocking(native_, event);
     if (ec == std::errc::resource_unavailable_try_again) return;
     if (ec) {
       ARPMA_LOG_FAILURE("get cm event", ec);

@@ -33,7 +33,9 @@ class cm_event_sink {
 /// The descriptor is watched only while some operation waits (holds the
 /// channel), so io_context::run returns when arpma has nothing in flight, as
 /// with any Asio I/O object; events arriving meanwhile stay in the channel
-/// until the next wait reads them. Use from one thread (the io_context's).
+/// until the next wait reads them. It stays registered with the reactor from
+/// the first hold to shutdown (no wait queued while unheld). Use from one
+/// thread (the io_context's).
 class cm_channel : public std::enable_shared_from_this<cm_channel> {
  public:
   static result<std::shared_ptr<cm_channel>> create(provider::provider& prov,

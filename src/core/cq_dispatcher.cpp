@@ -49,6 +49,15 @@ cq_dispatcher::cq_dispatcher(provider::provider& prov,
     // blocking fds never get one): non-blocking, an event is read without
     // asking the fd first, and a wake-up that finds nothing reads EAGAIN.
     ch->nonblocking = !set_fd_blocking(prov_.comp_channel_fd(native), false);
+    // Registered with the reactor now, at the connection's first operation,
+    // not at its first wait: a busy poll may first run out of budget long
+    // after warm-up, and a registration allocates (the reactor's descriptor
+    // state). Should it fail here, the first wait registers it, as before.
+    try {
+      ch->fd.emplace(ex_, prov_.comp_channel_fd(native));
+    } catch (const std::exception& e) {
+      ARPMA_LOG(log_level::debug, "completion channel registered at its first wait: %s", e.what());
+    }
     channels_.push_back(std::move(ch));
   }
 }

@@ -87,6 +87,13 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
 
  private:
   struct channel {
+    channel() = default;
+    channel(const channel&) = delete;
+    channel& operator=(const channel&) = delete;
+    /// The provider owns the fd: a registered descriptor lets go of it unclosed.
+    ~channel() {
+      if (fd) fd->release();
+    }
     provider::comp_channel* native = nullptr;
     std::optional<asio::posix::stream_descriptor> fd;
     bool waiting = false;

@@ -35,6 +35,13 @@ std::error_code released(const char* point, fault::object kind, std::error_code 
   return ec;
 }
 
+/// A read event: a CONNECT_REQUEST hands out a new id, which the caller must
+/// destroy.
+std::error_code note_request(std::error_code ec, const cm_event& out) {
+  if (!ec && out.type == cm_event_type::connect_request) fault::note_object(fault::object::id, 1);
+  return ec;
+}
+
 }  // namespace
 
 result<device*> fault_provider::find_device(const char* addr, bool remote) {
@@ -57,10 +64,11 @@ int fault_provider::event_channel_fd(const event_channel* channel) const noexcep
 }
 
 std::error_code fault_provider::get_cm_event(event_channel* channel, cm_event& out) {
-  const std::error_code ec = inner_.get_cm_event(channel, out);
-  // a CONNECT_REQUEST hands out a new id, which the caller must destroy
-  if (!ec && out.type == cm_event_type::connect_request) fault::note_object(fault::object::id, 1);
-  return ec;
+  return note_request(inner_.get_cm_event(channel, out), out);
+}
+
+std::error_code fault_provider::get_cm_event_nonblocking(event_channel* channel, cm_event& out) {
+  return note_request(inner_.get_cm_event_nonblocking(channel, out), out);
 }
 
 result<cm_id*> fault_provider::create_id(event_channel* channel, std::uint64_t context) {

@@ -220,6 +220,12 @@ class provider {
   [[nodiscard]] virtual int event_channel_fd(const event_channel* channel) const noexcept = 0;
   /// Reads and acknowledges one event; EAGAIN when none is pending.
   virtual std::error_code get_cm_event(event_channel* channel, cm_event& out) = 0;
+  /// get_cm_event for a caller that knows the fd to be non-blocking (or has
+  /// seen it readable): a provider that can tell an empty queue without the
+  /// fd's mode answers EAGAIN without asking for it (a drain ends on one).
+  virtual std::error_code get_cm_event_nonblocking(event_channel* channel, cm_event& out) {
+    return get_cm_event(channel, out);
+  }
   virtual result<cm_id*> create_id(event_channel* channel, std::uint64_t context) = 0;
   virtual std::error_code destroy_id(cm_id* id) noexcept = 0;
   virtual std::error_code resolve_addr(cm_id* id, const sockaddr* dst, int timeout_ms) = 0;

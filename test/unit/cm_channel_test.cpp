@@ -5,6 +5,7 @@
 #include "core/cm_channel.hpp"
 
 #include "fake/fake_provider.hpp"
+#include "support/open_fds.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
@@ -102,6 +103,32 @@ TEST_F(cm_channel_test, draining_a_channel_made_blocking_never_blocks) {
   run_until_seen(1);
   EXPECT_EQ(sink_.seen, std::vector{prov::cm_event_type::established});
   channel_->release();
+}
+
+TEST_F(cm_channel_test, an_unheld_channel_keeps_no_run_going_and_the_next_hold_reads_what_came) {
+  channel_->hold();
+  fake_.deliver(id_, prov::cm_event_type::established);
+  run_until_seen(1);
+  channel_->release();
+  // The descriptor stays registered (a hold costs one re-arm, not a
+  // registration), yet nothing waits on it: run() runs out of work.
+  io_.restart();
+  io_.run_for(2s);
+  EXPECT_TRUE(io_.stopped()) << "an unheld channel kept the loop running";
+  EXPECT_EQ(arpma::test::epoll_masks_of(channel_->fd()).size(), 1U)
+      << "the reactor let go of the channel's fd";
+  // An event while nobody holds stays in the channel, undelivered...
+  fake_.deliver(id_, prov::cm_event_type::disconnected);
+  io_.restart();
+  io_.poll();
+  EXPECT_EQ(sink_.seen.size(), 1U);
+  // ...and the next hold's wait finds the fd readable already, though the
+  // reactor is edge-triggered and the edge came while nothing waited.
+  channel_->hold();
+  run_until_seen(2);
+  channel_->release();
+  EXPECT_EQ(sink_.seen,
+            (std::vector{prov::cm_event_type::established, prov::cm_event_type::disconnected}));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "arpma/error.hpp"
 #include "arpma/mr.hpp"
 #include "fake/fake_provider.hpp"
+#include "support/open_fds.hpp"
 #include "support/wait.hpp"
 
 #include <gmock/gmock.h>
@@ -233,6 +234,23 @@ TEST_F(datapath_fake, a_busy_poll_only_polls_and_lets_the_loops_other_handlers_r
   EXPECT_THAT(calls, ::testing::Contains("poll_cq"));
   EXPECT_THAT(calls, ::testing::Not(::testing::Contains("get_cq_event")));
   EXPECT_THAT(calls, ::testing::Not(::testing::Contains("req_notify_cq")));
+}
+
+// The connection's completion channel is registered with the reactor at its
+// first operation, not at its first wait: a busy poll may first run out of
+// budget long after warm-up, and a registration allocates (the reactor's
+// descriptor state), which made the steady state's allocation count flaky.
+TEST_F(datapath_fake, a_busy_polled_connection_registers_its_channel_at_its_first_operation) {
+  using std::chrono_literals::operator""s;
+  const auto before = arpma::test::epoll_watched_fds();
+  conn.set_busy_poll(30s);  // never lapses here: no wait registers anything
+  outcome a;
+  write(8, a);
+  ASSERT_TRUE(fake.complete(id, outstanding().at(0)));
+  ASSERT_TRUE(run([&] { return ran == 1; }));
+  EXPECT_FALSE(a.ec) << a.ec.message();
+  EXPECT_EQ(arpma::test::epoll_watched_fds().size(), before.size() + 1)
+      << "the completion channel's fd was not registered with the reactor";
 }
 
 // Completions that keep coming are served inline, however long their

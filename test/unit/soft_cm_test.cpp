@@ -796,6 +796,34 @@ TEST_F(soft_cm_test, a_blocking_channel_fd_makes_get_cm_event_wait) {
   EXPECT_EQ(soft.get_cm_event(ch, e), std::errc::resource_unavailable_try_again);
 }
 
+TEST_F(soft_cm_test, get_cm_event_nonblocking_never_waits_whatever_the_fds_mode) {
+  // A drain ends on an EAGAIN; the queue knows it is empty without asking
+  // the fd's mode (no fcntl per drain), and a blocking fd must not make it wait.
+  prov::event_channel* ch = channel();
+  const int fd = soft.event_channel_fd(ch);
+  const int flags = ::fcntl(fd, F_GETFL);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK), 0);
+  prov::cm_id* id = new_id(ch, 4);
+  const sockaddr_storage remote = address("127.0.0.1", 9);
+  auto empty = std::async(std::launch::async, [&] {
+    prov::cm_event e;
+    return soft.get_cm_event_nonblocking(ch, e);
+  });
+  const bool returned = empty.wait_for(wait_limit) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "waited on an empty channel";
+  if (!returned) (void)soft.resolve_addr(id, sa(remote), 100);  // free it
+  EXPECT_EQ(empty.get(), std::errc::resource_unavailable_try_again);
+  ASSERT_FALSE(soft.resolve_addr(id, sa(remote), 100));
+  prov::cm_event e;
+  ASSERT_FALSE(soft.get_cm_event_nonblocking(ch, e));
+  EXPECT_EQ(e.type, cm_event_type::addr_resolved);
+  EXPECT_EQ(e.context, 4U);
+  // The event's token left with it: the fd is not readable any more.
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, flags), 0);
+}
+
 TEST(soft_cm_lifetime, a_forked_child_destroys_its_copy_of_a_running_provider_at_once) {
   std::optional<prov::soft_provider> p(std::in_place);
   auto ch = p->create_event_channel();

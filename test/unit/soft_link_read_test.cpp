@@ -6,6 +6,7 @@
 // waits are not woken by a writable socket. The first tests are the
 // requester, speaking the wire by hand, so they decide when bytes arrive.
 #include "provider/soft/soft_provider.hpp"
+#include "support/open_fds.hpp"
 #include "support/raw_peer.hpp"
 #include "support/soft_pair.hpp"
 #include "support/soft_raw_link.hpp"
@@ -19,9 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +31,7 @@ namespace {
 
 using namespace arpma::test::raw;  // NOLINT(google-build-using-namespace): the wire vocabulary
 using namespace std::chrono_literals;
+using arpma::test::epoll_masks_of;
 using arpma::test::guarded;
 
 const std::vector<std::uint8_t> ack_one = {0x41, 0x52, 0x50, 0x4d, 1, 23, 0, 0,
@@ -83,25 +83,6 @@ std::optional<int> socket_with_local_port(std::uint16_t port) {
       return fd;
   }
   return std::nullopt;
-}
-
-/// The events every epoll instance of this process watches `fd` for
-/// (/proc/self/fdinfo: "tfd: FD events: MASK ...").
-std::vector<unsigned> epoll_masks_of(int fd) {
-  std::vector<unsigned> masks;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fdinfo")) {
-    std::ifstream info(entry.path());
-    for (std::string line; std::getline(info, line);) {
-      std::istringstream in(line);
-      std::string tag, events_tag;
-      int target = -1;
-      unsigned mask = 0;
-      if (in >> tag >> target >> events_tag >> std::hex >> mask && tag == "tfd:" && target == fd &&
-          events_tag == "events:")
-        masks.push_back(mask);
-    }
-  }
-  return masks;
 }
 
 class soft_link_watch : public arpma::test::soft_pair {};

@@ -208,7 +208,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
   child->io = listener->io;
   child->state = conn_state::req_received;
   child->on_device = true;
-  child->port = local_port_of(in->socket);
+  child->port = listener->port;  // an accepted socket's own, without a getsockname
   child->socket.emplace(std::move(in->socket));
   child->rnr_timeout = listener->rnr_timeout;
   child->limits = listener->limits;
@@ -237,7 +237,7 @@ void deliver_request(const std::shared_ptr<incoming>& in) {
                 event.private_data_len);
     child->channel->queue.push(event);
   }
-  pump(child);
+  soft_link::await_peer(child);  // the client waits for the REP
 }
 
 void read_request(const std::shared_ptr<incoming>& in) {
@@ -309,38 +309,38 @@ void start_connect(const id_ptr& id, const tcp::endpoint& peer, frame request) {
     boost::system::error_code ignored;
     id->socket->close(ignored);
   });
-  id->socket->async_connect(
-      peer, [id, request = std::move(request)](const boost::system::error_code& ec) mutable {
-        id->connect_done = true;
-        id->timer->cancel();
-        bool proceed = false;
-        {
-          const std::lock_guard lock(id->mutex);
-          if (id->destroyed || id->link_closed || id->state != conn_state::connecting) {
-            // Destroyed meanwhile: nobody to tell, nothing to send.
-          } else if (ec) {
-            id->state = conn_state::closed;
-            const int err = id->connect_timed_out ? ETIMEDOUT : errno_of(ec);
-            // Nobody listens there: the remote CM would reject, so the same
-            // program hears the same on both providers. No route or no
-            // answer stays UNREACHABLE.
-            if (err == ECONNREFUSED)
-              id->push_locked(cm_event_type::rejected, rej_invalid_service_id);
-            else
-              id->push_locked(cm_event_type::unreachable, -err);
-          } else {
-            id->state = conn_state::req_sent;
-            id->port = local_port_of(*id->socket);
-            proceed = true;
-          }
-        }
-        if (!proceed) return close_link(id);
-        soft_link::watch_for_reading_only(*id);  // the connect registered EPOLLOUT
-        tune(id->socket->native_handle());
-        open_tx(*id);
-        send_frame(id, std::move(request));
-        pump(id);
-      });
+  id->socket->async_connect(peer, [id, protocol = peer.protocol(), request = std::move(request)](
+                                      const boost::system::error_code& ec) mutable {
+    id->connect_done = true;
+    id->timer->cancel();
+    bool proceed = false;
+    {
+      const std::lock_guard lock(id->mutex);
+      if (id->destroyed || id->link_closed || id->state != conn_state::connecting) {
+        // Destroyed meanwhile: nobody to tell, nothing to send.
+      } else if (ec) {
+        id->state = conn_state::closed;
+        const int err = id->connect_timed_out ? ETIMEDOUT : errno_of(ec);
+        // Nobody listens there: the remote CM would reject, so the same
+        // program hears the same on both providers. No route or no
+        // answer stays UNREACHABLE.
+        if (err == ECONNREFUSED)
+          id->push_locked(cm_event_type::rejected, rej_invalid_service_id);
+        else
+          id->push_locked(cm_event_type::unreachable, -err);
+      } else {
+        id->state = conn_state::req_sent;
+        id->port = local_port_of(*id->socket);
+        proceed = true;
+      }
+    }
+    if (!proceed) return close_link(id);
+    soft_link::watch_for_reading_only(*id, protocol);  // the connect registered EPOLLOUT
+    tune(id->socket->native_handle());
+    open_tx(*id);
+    send_frame(id, std::move(request));
+    soft_link::await_peer(id);  // the server answers the REQ first
+  });
 }
 
 void teardown(const id_ptr& id, conn_state state, bool peer_gone) {

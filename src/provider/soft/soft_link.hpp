@@ -69,7 +69,7 @@ tcp::socket& reactor_socket(soft_id& id);
 /// waited for writability (a connect did), and an edge-triggered epoll then
 /// reports the writable socket again at every re-arm for reading, a spurious
 /// wake-up per wait. Nothing may be pending on the socket. Progress thread only.
-void watch_for_reading_only(soft_id& id);
+void watch_for_reading_only(soft_id& id, const tcp& protocol);
 
 /// Ends the lease a poller holds on the link and reads it on the progress
 /// thread again: the link is finishing, and only that thread sees it out.
@@ -78,6 +78,12 @@ void end_lease(const id_ptr& id);
 /// The progress thread's receiver: runs until the socket is drained, then
 /// waits for it to become readable again.
 void pump(const id_ptr& id);
+
+/// Starts the receiver of a link whose peer waits for this side's frame (a
+/// REQ just sent, a REP to come) and so has sent nothing yet: its first wait,
+/// without pump's read, which could only find EAGAIN (the wait's re-arm
+/// reports a socket that is readable already). Progress thread only.
+void await_peer(const id_ptr& id);
 
 /// An application thread polling a CQ moves its link's frames itself; what
 /// it cannot finish goes to the progress thread. `how` (soft_dp::drive):

@@ -490,6 +490,8 @@ void pump(const id_ptr& id) {
   if (next == rx_next::more) wait_readable(id);
 }
 
+void await_peer(const id_ptr& id) { wait_readable(id); }
+
 void end_lease(const id_ptr& id) {
   id->polled_at.store(0);
   unpark(id);

@@ -561,15 +561,14 @@ tcp::socket& reactor_socket(soft_id& id) {
   return *id.socket;
 }
 
-void watch_for_reading_only(soft_id& id) {
+void watch_for_reading_only(soft_id& id, const tcp& protocol) {
+  if (id.off_reactor) return;
   boost::system::error_code ec;
-  const tcp::endpoint local = id.socket->local_endpoint(ec);
-  if (ec || id.off_reactor) return;
   const int fd = id.socket->release(ec);
   if (ec) return;
   // Put back as a lease's park does; should the registration fail, the fd
   // waits in off_reactor for the next use or close_link.
-  id.off_reactor = soft_id::off_reactor_socket{local.protocol(), fd};
+  id.off_reactor = soft_id::off_reactor_socket{protocol, fd};
   (void)reactor_socket(id);
 }
 

@@ -162,6 +162,12 @@ std::error_code soft_provider::get_cm_event(event_channel* channel, cm_event& ou
   return as<soft_channel>(channel)->queue.pop(out);
 }
 
+std::error_code soft_provider::get_cm_event_nonblocking(event_channel* channel, cm_event& out) {
+  // The queue knows when it is empty: no fcntl for the fd's mode.
+  if (as<soft_channel>(channel)->queue.try_pop(out)) return {};
+  return sys(EAGAIN);
+}
+
 result<cm_id*> soft_provider::create_id(event_channel* channel, std::uint64_t context) {
   if (channel == nullptr) return sys(EINVAL);  // no synchronous ids here
   auto id = std::make_shared<soft_id>();

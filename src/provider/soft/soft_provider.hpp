@@ -38,6 +38,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   void destroy_event_channel(event_channel* channel) noexcept override;
   int event_channel_fd(const event_channel* channel) const noexcept override;
   std::error_code get_cm_event(event_channel* channel, cm_event& out) override;
+  std::error_code get_cm_event_nonblocking(event_channel* channel, cm_event& out) override;
   result<cm_id*> create_id(event_channel* channel, std::uint64_t context) override;
   std::error_code destroy_id(cm_id* h) noexcept override;
   std::error_code resolve_addr(cm_id* h, const sockaddr* dst, int timeout_ms) override;
