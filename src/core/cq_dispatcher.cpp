@@ -49,16 +49,26 @@ cq_dispatcher::cq_dispatcher(provider::provider& prov,
     // blocking fds never get one): non-blocking, an event is read without
     // asking the fd first, and a wake-up that finds nothing reads EAGAIN.
     ch->nonblocking = !set_fd_blocking(prov_.comp_channel_fd(native), false);
-    // Registered with the reactor now, at the connection's first operation,
-    // not at its first wait: a busy poll may first run out of budget long
-    // after warm-up, and a registration allocates (the reactor's descriptor
-    // state). Should it fail here, the first wait registers it, as before.
+    channels_.push_back(std::move(ch));
+  }
+}
+
+void cq_dispatcher::register_channels() noexcept {
+  // At the connection's first operation, not at its first wait: a busy poll
+  // may first run out of budget long after warm-up, and a registration
+  // allocates (the reactor's descriptor state). Not at creation either
+  // (set_busy_poll makes the dispatcher): a registered fd nobody waits on
+  // still wakes the reactor, and a soft channel's fd is readable at every
+  // frame of its links, so a passive target of writes woke once per write.
+  // Should it fail here, the first wait registers it.
+  registered_ = true;
+  for (auto& ch : channels_) {
+    if (ch->fd) continue;
     try {
-      ch->fd.emplace(ex_, prov_.comp_channel_fd(native));
+      ch->fd.emplace(ex_, prov_.comp_channel_fd(ch->native));
     } catch (const std::exception& e) {
       ARPMA_LOG(log_level::debug, "completion channel registered at its first wait: %s", e.what());
     }
-    channels_.push_back(std::move(ch));
   }
 }
 
@@ -100,6 +110,7 @@ void cq_dispatcher::fail(wc_op* op, const std::error_code& ec) { fail_op(ex_, op
 
 void cq_dispatcher::kick() {
   if (closed_ || pending_ == 0) return;
+  if (!registered_) register_channels();
   if (unarmed_) {  // not from inside the call that posted the operation
     asio::post(ex_, [self = shared_from_this()] { self->fail_pending(); });
     return;

@@ -117,6 +117,8 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   void fail_pending() noexcept;
   wc_op* take(std::uint64_t wr_id) noexcept;
   void release_fds() noexcept;
+  /// Registers the channels' fds with the reactor (once, at the first operation).
+  void register_channels() noexcept;
 
   struct slot {
     wc_op* op = nullptr;
@@ -141,7 +143,8 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;
   bool closed_ = false;
-  bool unarmed_ = false;  ///< a CQ could not be re-armed: nothing can wait for it any more
+  bool registered_ = false;  ///< register_channels ran
+  bool unarmed_ = false;     ///< a CQ could not be re-armed: nothing can wait for it any more
   std::shared_ptr<comp_channel_state> shared_;
   bool wants_shared_ = false;  ///< counted in shared_'s wanting
   bool fired_ = false;         ///< queued by shared_ for on_shared_event
