@@ -23,7 +23,6 @@ using soft_link::finish_link;
 using soft_link::flush_qp_locked;
 using soft_link::link_failed;
 using soft_link::open_tx;
-using soft_link::pump;
 using soft_link::qp_ready_locked;
 using soft_link::rx_next;
 using soft_link::send_frame;
