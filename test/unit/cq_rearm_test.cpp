@@ -27,6 +27,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cq_rearm_test {
@@ -115,23 +116,28 @@ class cq_rearm : public ::testing::Test {
     server_region = remote.value();
   }
 
-  /// One 8-byte write from the client; its outcome.
-  std::error_code write_once() {
+  /// Runs the loop until the operation `start(handler)` began completes (at most 10s); its outcome.
+  template <class Start>
+  std::error_code outcome_of(Start start) {
     std::optional<std::error_code> outcome;
-    client.async_write(arpma::buffer(server_region, 0, 8).value(),
-                       arpma::buffer(client_mr, 0, 8).value(),
-                       [&](std::error_code ec, arpma::completion) { outcome = ec; });
+    start([&](std::error_code ec, arpma::completion) { outcome = ec; });
     EXPECT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
     return outcome.value_or(std::make_error_code(std::errc::timed_out));
   }
 
+  /// One 8-byte write from the client; its outcome.
+  std::error_code write_once() {
+    return outcome_of([&](auto handler) {
+      client.async_write(arpma::buffer(server_region, 0, 8).value(),
+                         arpma::buffer(client_mr, 0, 8).value(), std::move(handler));
+    });
+  }
+
   /// A receive nobody sends to: only its CQ's event could end its wait; its outcome.
   std::error_code receive_once() {
-    std::optional<std::error_code> outcome;
-    client.async_recv(arpma::buffer(client_mr, 0, 8).value(),
-                      [&](std::error_code ec, arpma::completion) { outcome = ec; });
-    EXPECT_TRUE(run_until([&] { return outcome.has_value(); })) << "timed out";
-    return outcome.value_or(std::make_error_code(std::errc::timed_out));
+    return outcome_of([&](auto handler) {
+      client.async_recv(arpma::buffer(client_mr, 0, 8).value(), std::move(handler));
+    });
   }
 
   rearm_failing provider;
