@@ -17,6 +17,12 @@ std::size_t whole_pages(std::size_t n) noexcept {
   return (n + page - 1) / page * page;
 }
 
+#ifdef MADV_POPULATE_WRITE
+constexpr int populate_write = MADV_POPULATE_WRITE;
+#else
+constexpr int populate_write = 23;  // Linux 5.14's value; older headers lack it
+#endif
+
 void* map(std::size_t len) {
   void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
@@ -73,8 +79,26 @@ void page_buffer::resize(std::size_t n) {
 }
 
 void page_buffer::reset(std::size_t n) {
+  // A mapping shrinks in place: its first pages stay resident for the next
+  // large frame (each page faulted in again cost a trap; on a hypervisor,
+  // tens of microseconds), the rest go back to the kernel at once.
+  if (const std::size_t keep = whole_pages(n); mapped_ != 0 && n > heap_max && keep <= mapped_) {
+    if (keep < mapped_) (void)::munmap(data_ + keep, mapped_ - keep);
+    mapped_ = keep;
+    size_ = n;
+    return;
+  }
   release();
   resize(n);
+}
+
+void page_buffer::populate(std::size_t from, std::size_t to) noexcept {
+  if (mapped_ == 0 || to > mapped_) return;
+  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t first = from / page * page;
+  const std::size_t end = whole_pages(to);
+  // Best effort: kernels before 5.14 answer EINVAL, and the pages then fault in as written.
+  if (end > first) (void)::madvise(data_ + first, end - first, populate_write);
 }
 
 }  // namespace arpma::detail

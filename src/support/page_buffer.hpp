@@ -34,9 +34,12 @@ class page_buffer {
   /// At least `n` bytes, the first size() kept (the rest unspecified). Never shrinks. Throws
   /// std::bad_alloc when memory is refused; the buffer is then unchanged.
   void resize(std::size_t n);
-  /// Drops the contents and keeps `n` bytes (0: none). Throws std::bad_alloc as resize does;
-  /// the buffer is then empty.
+  /// Drops the contents and keeps `n` bytes (0: none); a mapping shrinks in place, keeping its
+  /// first pages resident. Throws std::bad_alloc as resize does; the buffer is then empty.
   void reset(std::size_t n);
+  /// Makes the pages of bytes [from, to) resident now, in one call, where writing them would
+  /// fault each in (for bytes about to be received); nothing on the heap or past the mapping.
+  void populate(std::size_t from, std::size_t to) noexcept;
 
  private:
   void release() noexcept;

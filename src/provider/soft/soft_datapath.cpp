@@ -306,29 +306,18 @@ std::optional<recv_wr> take_recv(soft_qp& qp) {
   return r;
 }
 
-verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
-                     std::optional<std::uint32_t> imm) {
-  const auto r = take_recv(qp);
-  if (!r) return verdict::rnr_wait;
-  work_completion wc = recv_completion(qp, *r, wc_status::success);
-  wc.byte_len = static_cast<std::uint32_t>(data.size());
+/// A SEND's payload is in receive `r` (status success), or could not be put
+/// there: the receive completes, and the sender gets its ACK or a NAK.
+verdict deliver(soft_qp& qp, const recv_wr& r, std::size_t len, std::optional<std::uint32_t> imm,
+                wc_status status) {
+  work_completion wc = recv_completion(qp, r, status);
+  wc.byte_len = static_cast<std::uint32_t>(len);
   wc.with_imm = imm.has_value();
   wc.imm_data = imm.value_or(0);
-  if (data.size() > r->local.length) {
-    wc.status = wc_status::loc_len_err;
+  if (status != wc_status::success) {
     complete(*qp.recv_cq, wc);
-    return refuse(qp, wc_status::rem_inv_req_err);
-  }
-  if (!data.empty()) {
-    mr_table& t = table();
-    const std::shared_lock lock(t.mutex);
-    std::uint8_t* dst = within(find(t.by_lkey, r->local.lkey), qp.pd, r->local.addr, data.size(),
-                               access::local_write);
-    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size())) {
-      wc.status = wc_status::loc_prot_err;
-      complete(*qp.recv_cq, wc);
-      return refuse(qp, wc_status::rem_op_err);
-    }
+    return refuse(
+        qp, status == wc_status::loc_len_err ? wc_status::rem_inv_req_err : wc_status::rem_op_err);
   }
   // Acknowledged before the receive completes: an application that reacts to
   // the completion by disconnecting sends its DREQ behind this ACK, so the
@@ -336,6 +325,23 @@ verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
   acknowledge(qp);
   complete(*qp.recv_cq, wc);
   return verdict::done;
+}
+
+verdict execute_send(soft_qp& qp, std::span<const std::uint8_t> data,
+                     std::optional<std::uint32_t> imm) {
+  const auto r = take_recv(qp);
+  if (!r) return verdict::rnr_wait;
+  if (data.size() > r->local.length)
+    return deliver(qp, *r, data.size(), imm, wc_status::loc_len_err);
+  if (!data.empty()) {
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst = within(find(t.by_lkey, r->local.lkey), qp.pd, r->local.addr, data.size(),
+                               access::local_write);
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size()))
+      return deliver(qp, *r, data.size(), imm, wc_status::loc_prot_err);
+  }
+  return deliver(qp, *r, data.size(), imm, wc_status::success);
 }
 
 verdict execute_write(soft_qp& qp, std::span<const std::uint8_t> p, bool with_imm) {
@@ -491,29 +497,41 @@ verdict on_ack(soft_qp& qp, std::uint32_t count) {
   return verdict::done;
 }
 
-verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
-  if (qp.sq.empty() || !qp.sq.front().sent || qp.sq.front().opcode != wc_opcode::rdma_read ||
-      data.size() != qp.sq.front().local.length)
-    return verdict::protocol_error;
+/// The oldest outstanding request, a READ, has its response in place (or, not
+/// `placed`, its local buffer went away): it completes.
+verdict read_done(soft_qp& qp, bool placed) {
   const outstanding done = qp.sq.front();
   qp.sq.pop_front();
   --qp.reads_out;
-  if (!data.empty()) {
-    mr_table& t = table();
-    const std::shared_lock lock(t.mutex);
-    std::uint8_t* dst = within(find(t.by_lkey, done.local.lkey), qp.pd, done.local.addr,
-                               data.size(), access::local_write);
-    // Deregistered since the post, or unmapped by the application.
-    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size())) {
-      complete_send(qp, done, wc_status::loc_prot_err);
-      flush_all(qp);
-      return verdict::done;
-    }
+  if (!placed) {
+    complete_send(qp, done, wc_status::loc_prot_err);
+    flush_all(qp);
+    return verdict::done;
   }
   complete_send(qp, done, wc_status::success);
   retire_local_errors(qp);
   release_held(qp);
   return verdict::done;
+}
+
+bool awaits_read(const soft_qp& qp, std::size_t len) {
+  return !qp.sq.empty() && qp.sq.front().sent && qp.sq.front().opcode == wc_opcode::rdma_read &&
+         len == qp.sq.front().local.length;
+}
+
+verdict on_read_response(soft_qp& qp, std::span<const std::uint8_t> data) {
+  if (!awaits_read(qp, data.size())) return verdict::protocol_error;
+  if (!data.empty()) {
+    const outstanding& front = qp.sq.front();
+    mr_table& t = table();
+    const std::shared_lock lock(t.mutex);
+    std::uint8_t* dst = within(find(t.by_lkey, front.local.lkey), qp.pd, front.local.addr,
+                               data.size(), access::local_write);
+    // Deregistered since the post, or unmapped by the application.
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, data.data(), data.size()))
+      return read_done(qp, false);
+  }
+  return read_done(qp, true);
 }
 
 verdict on_response(soft_qp& qp, frame_type type, std::span<const std::uint8_t> p) {
@@ -684,6 +702,42 @@ std::uint8_t* write_destination(const soft_qp& qp, std::uint32_t rkey, std::uint
 void write_placed(soft_qp& qp) {
   const std::lock_guard lock(qp.mutex);
   if (qp.state == qp_state::ready) acknowledge(qp);
+}
+
+std::optional<recv_wr> placing_recv(soft_qp& qp, std::size_t len) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state != qp_state::ready || qp.srq != nullptr || qp.rq.empty() ||
+      qp.rq.front().local.length < len)
+    return std::nullopt;
+  return qp.rq.front();
+}
+
+std::uint8_t* recv_destination(const soft_qp& qp, std::uint32_t lkey, std::uint64_t addr,
+                               std::size_t len) {
+  mr_table& t = table();
+  return within(find(t.by_lkey, lkey), qp.pd, addr, len, access::local_write);
+}
+
+void send_placed(soft_qp& qp, std::size_t len, std::optional<std::uint32_t> imm, bool refused) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state != qp_state::ready) return;  // flushed meanwhile, its receive too
+  // While the QP is ready, only this link's reader takes receives, and it is
+  // here: the receive at the front is still the one placed into.
+  if (const auto r = take_recv(qp))
+    (void)deliver(qp, *r, len, imm, refused ? wc_status::loc_prot_err : wc_status::success);
+}
+
+std::optional<sge> placing_read(soft_qp& qp, std::size_t len) {
+  const std::lock_guard lock(qp.mutex);
+  if (qp.state != qp_state::ready || !awaits_read(qp, len)) return std::nullopt;
+  return qp.sq.front().local;
+}
+
+void read_placed(soft_qp& qp, bool refused) {
+  const std::lock_guard lock(qp.mutex);
+  // Flushed meanwhile, the READ too. While ready, only this link's reader
+  // retires the send queue's front, and it is here.
+  if (qp.state == qp_state::ready) (void)read_done(qp, !refused);
 }
 
 void write_refused(soft_qp& qp) {

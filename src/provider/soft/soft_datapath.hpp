@@ -16,6 +16,7 @@
 #include <memory>
 
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <unordered_map>
@@ -250,6 +251,29 @@ void write_placed(soft_qp& qp);
 /// The target of a WRITE being placed went away before its payload had all
 /// arrived (deregistered meanwhile): refused as an ordinary WRITE would be.
 void write_refused(soft_qp& qp);
+
+/// For a receiver that reads a large SEND's payload straight into the receive
+/// it completes: that receive (the front of the QP's own receive queue; an
+/// SRQ's are shared, so never), if the QP executes requests and the receive
+/// holds `len` bytes; else nullopt (the frame then goes the ordinary way).
+std::optional<recv_wr> placing_recv(soft_qp& qp, std::size_t len);
+/// The bytes [addr, addr + len) of a receive's buffer under `lkey`, while it
+/// is still registered for local writes, or nullptr. Call with lock_memory()
+/// held, and keep it while writing.
+std::uint8_t* recv_destination(const soft_qp& qp, std::uint32_t lkey, std::uint64_t addr,
+                               std::size_t len);
+/// The SEND's payload is in its receive (`refused`: its buffer went away
+/// meanwhile): the receive completes, as for a SEND taken whole.
+void send_placed(soft_qp& qp, std::size_t len, std::optional<std::uint32_t> imm, bool refused);
+
+/// For a requester that reads a large READ response straight into the READ's
+/// local buffer: that buffer (lkey, address), if the QP is ready and the
+/// oldest outstanding request is a READ of `len` bytes that was sent; else
+/// nullopt (the ordinary path then refuses the response).
+std::optional<sge> placing_read(soft_qp& qp, std::size_t len);
+/// The READ response is in place (`refused`: the local buffer went away
+/// meanwhile): the READ completes, as for a response taken whole.
+void read_placed(soft_qp& qp, bool refused);
 
 /// The receive a SEND waits for did not come in time: RNR retry exceeded.
 void rnr_exhausted(soft_qp& qp);

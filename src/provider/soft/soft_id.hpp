@@ -156,16 +156,21 @@ struct soft_id : std::enable_shared_from_this<soft_id> {
   std::size_t rx_begin = 0;
   std::size_t rx_end = 0;
   bool rx_data_seen = false;
-  bool rx_large_writes = false;  ///< the last frame was a large WRITE
+  bool rx_large_frames = false;  ///< the last frame was a large WRITE, SEND or READ response
   /// The last read got less than it asked for: the socket had nothing more.
   bool rx_short = false;
-  /// A large WRITE whose payload goes to its MR as it arrives: where the
-  /// rest goes, and how much is still to come (0: none under way).
-  struct write_in_place {
-    std::uint32_t rkey = 0;
+  /// A large WRITE, SEND or READ response whose payload goes to memory as it arrives: where
+  /// the rest goes, and how much is still to come (0: none under way).
+  struct frame_in_place {
+    std::uint32_t key = 0;  ///< WRITE: the rkey; SEND: its receive's lkey
     std::uint64_t addr = 0;
     std::size_t left = 0;
     bool refused = false;  ///< the target went away meanwhile: the rest is read and dropped
+    /// A WRITE into its target, a SEND into the receive it completes, a READ
+    /// response into the READ's local buffer.
+    enum class kind : std::uint8_t { write, send, read_response } what = kind::write;
+    std::size_t length = 0;  ///< SEND: the payload's, for the completion
+    std::optional<std::uint32_t> imm;
   } placing;
   std::uint64_t rx_frames = 0;                    ///< frames consumed so far
   bool frame_watch = false;                       ///< frame_timer watches a partial frame

@@ -10,10 +10,12 @@
 
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <new>
 #include <thread>
@@ -64,9 +66,16 @@ void make_room(soft_id& id, std::size_t frame_size) {
   // end, so a header announcing 8 MiB costs nothing until the bytes are here.
   std::size_t want = std::max(id.rx.size(), id.rx_data_seen ? rx_large : rx_small);
   const std::size_t frame_end = id.rx_begin + frame_size;
-  if (id.rx_end == want && want < frame_end)
-    want = std::min(frame_end, std::max(2 * want, id.rx_end + socket_holds(id)));
-  if (id.rx.size() < want) id.rx.resize(want);
+  std::size_t arrived = 0;
+  if (id.rx_end == want && want < frame_end) {
+    arrived = id.rx_end + socket_holds(id);
+    want = std::min(frame_end, std::max(2 * want, arrived));
+  }
+  if (id.rx.size() >= want) return;
+  const std::size_t old_size = id.rx.size();
+  id.rx.resize(want);
+  // The bytes the socket holds already are read next: their pages in one call.
+  id.rx.populate(old_size, std::min(want, arrived));
 }
 
 enum class fill_result : std::uint8_t { data, would_block, failed };
@@ -121,13 +130,28 @@ rx_next handle_inline(const id_ptr& id, frame_type type, std::span<const std::ui
   return rx_next::hand_over;
 }
 
-/// WRITEs this large have their payload read straight into the target MR
-/// when it is all in the socket already: one copy (the kernel's), as a NIC.
+/// WRITEs, SENDs and READ responses this large have their payload read
+/// straight into the target MR, the receive's or the READ's buffer when it is
+/// not all in the socket already: one copy (the kernel's), as a NIC's.
 constexpr std::size_t direct_min = std::size_t{16} << 10;
 
-bool large_write(const frame_header& h) noexcept {
-  return h.type == frame_type::write && h.length >= direct_min;
+/// What of a placeable frame precedes its payload: a WRITE's target, a SEND
+/// WITH IMMEDIATE's immediate.
+std::size_t fixed_part(frame_type type) noexcept {
+  return type == frame_type::write ? remote_size : type == frame_type::send_imm ? 4 : 0;
 }
+using place_kind = soft_id::frame_in_place::kind;
+
+bool placeable(const frame_header& h) noexcept {
+  return h.length >= direct_min &&
+         (h.type == frame_type::write || h.type == frame_type::send ||
+          h.type == frame_type::send_imm || h.type == frame_type::read_resp);
+}
+
+/// A placed payload's last read takes this much more into the emptied buffer,
+/// so that the next frame's header (an ACK, a credit, the next large frame's
+/// head) costs no read of its own.
+constexpr std::size_t placed_tail = 256;
 
 std::size_t socket_holds(soft_id& id) {
   const std::lock_guard lock(id.fd_mutex);
@@ -137,7 +161,7 @@ std::size_t socket_holds(soft_id& id) {
              : 0;
 }
 
-/// The QP a large WRITE's payload may be placed for now, or nullptr.
+/// The QP a large frame's payload may be placed for now, or nullptr.
 std::shared_ptr<soft_qp> placing_qp(const id_ptr& id) {
   std::shared_ptr<soft_qp> qp;
   {
@@ -148,37 +172,106 @@ std::shared_ptr<soft_qp> placing_qp(const id_ptr& id) {
   return soft_dp::executes_requests(*qp) ? qp : nullptr;
 }
 
-/// A large WRITE whose header and target are buffered (nothing after them):
-/// its payload goes to the MR as it arrives (place_more), one copy (the
-/// kernel's) as a NIC's, never through a buffer the size of the frame.
-/// False when it is not eligible (the ordinary path then buffers it, and
-/// refuses it if it must).
-bool start_placing(const id_ptr& id, std::uint32_t length) {
+/// Where the next `len` bytes of the placed payload go, or nullptr; with the
+/// memory lock held.
+std::uint8_t* destination(const soft_qp& qp, const soft_id::frame_in_place& p, std::size_t len) {
+  return p.what == place_kind::write ? soft_dp::write_destination(qp, p.key, p.addr, len)
+                                     : soft_dp::recv_destination(qp, p.key, p.addr, len);
+}
+
+/// Where a large frame's payload goes: the WRITE's target, the receive a
+/// SEND completes (the front of the QP's own queue: a SEND that would find
+/// none, or one too small, goes the ordinary way), the buffer of the READ a
+/// response answers (one that answers none goes the ordinary way, to be
+/// refused there).
+std::optional<soft_id::frame_in_place> placement(soft_qp& qp, const frame_header& h,
+                                                 const std::uint8_t* fixed) {
+  soft_id::frame_in_place p;
+  p.left = h.length - fixed_part(h.type);
+  if (h.type == frame_type::write) {
+    p.key = get_u32(fixed);
+    p.addr = get_u64(fixed + 4);
+    return p;
+  }
+  if (h.type == frame_type::read_resp) {
+    const auto local = soft_dp::placing_read(qp, p.left);
+    if (!local) return std::nullopt;
+    p.key = local->lkey;
+    p.addr = local->addr;
+    p.what = place_kind::read_response;
+    return p;
+  }
+  const auto r = soft_dp::placing_recv(qp, p.left);
+  if (!r) return std::nullopt;
+  p.key = r->local.lkey;
+  p.addr = r->local.addr;
+  p.what = place_kind::send;
+  p.length = p.left;
+  if (h.type == frame_type::send_imm) p.imm = get_u32(fixed);
+  return p;
+}
+
+/// A large frame whose header and fixed part are buffered (nothing after
+/// them but payload): its payload goes to memory as it arrives (place_more),
+/// never through a buffer the size of the frame. False when it is not
+/// eligible (the ordinary path then buffers it, and refuses it if it must).
+bool start_placing(const id_ptr& id, const frame_header& h) {
   const std::uint8_t* fixed = id->rx.data() + id->rx_begin + header_size;
-  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - remote_size;
-  const std::size_t data_len = length - remote_size;
-  if (!id->stalled.empty()) return false;
+  const std::size_t buffered = id->rx_end - id->rx_begin - header_size - fixed_part(h.type);
+  // Requests wait behind a SEND held for a receive (RNR); responses do not.
+  if (h.type != frame_type::read_resp && !id->stalled.empty()) return false;
   const auto qp = placing_qp(id);
   if (!qp) return false;
-  const std::uint32_t rkey = get_u32(fixed);
-  const std::uint64_t addr = get_u64(fixed + 4);
+  auto p = placement(*qp, h, fixed);
+  if (!p) return false;
   {
     auto memory = soft_dp::lock_memory();
-    std::uint8_t* dst = soft_dp::write_destination(*qp, rkey, addr, data_len);
+    std::uint8_t* dst = destination(*qp, *p, p->left);
     // A target the application unmapped: the buffered path refuses it (NAK).
-    if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + remote_size, buffered))
+    if (dst == nullptr || !soft_mem::copy_to_region(dst, fixed + fixed_part(h.type), buffered))
       return false;
   }
-  id->placing = {.rkey = rkey, .addr = addr + buffered, .left = data_len - buffered};
+  p->addr += buffered;
+  p->left -= buffered;
+  id->placing = *p;
   id->rx_begin = id->rx_end = 0;
   id->rx_data_seen = true;  // data flows: the buffer's floor is rx_large from now on
   return true;
 }
 
-/// Reads what the socket holds of the placed WRITE's payload. The target is
+/// The whole payload is in: the WRITE is acknowledged (or refused), the
+/// SEND's receive completes, the READ completes.
+void placed(const id_ptr& id, const std::shared_ptr<soft_qp>& qp) {
+  auto& p = id->placing;
+  ++id->rx_frames;
+  id->rx_large_frames = true;  // the next frame's header and target are read alone
+  // This piece's QP, unless the frame was refused before it (then looked up
+  // once more, to answer with the NAK).
+  const auto target = qp ? qp : placing_qp(id);
+  if (!target) {
+    p = {};
+    return;
+  }
+  switch (p.what) {
+    case place_kind::send:
+      // Marked before the receive completes, as for any message (handle_inline).
+      id->ack_awaits_answer.store(true);
+      soft_dp::send_placed(*target, p.length, p.imm, p.refused);
+      id->answer_due = true;
+      break;
+    case place_kind::read_response: soft_dp::read_placed(*target, p.refused); break;
+    case place_kind::write:
+      if (p.refused) soft_dp::write_refused(*target);
+      if (!p.refused) soft_dp::write_placed(*target);
+      break;
+  }
+  p = {};
+}
+
+/// Reads what the socket holds of the placed payload. The destination is
 /// looked up again for each piece, under the memory lock (the application
 /// may deregister it meanwhile; then the rest is read and dropped, and the
-/// WRITE refused once it has all arrived).
+/// frame refused once it has all arrived).
 fill_result place_more(const id_ptr& id) {
   auto& p = id->placing;
   const auto qp = p.refused ? nullptr : placing_qp(id);
@@ -190,14 +283,20 @@ fill_result place_more(const id_ptr& id) {
     std::uint8_t* dst = nullptr;
     if (qp) {
       memory = soft_dp::lock_memory();
-      dst = soft_dp::write_destination(*qp, p.rkey, p.addr, p.left);
+      dst = destination(*qp, p, p.left);
     }
     p.refused = p.refused || dst == nullptr;
-    if (p.refused) dst = id->rx.data();
-    want = p.refused ? std::min(p.left, id->rx.size()) : p.left;
+    // The buffer is empty while a payload is placed (start_placing).
+    std::array<iovec, 2> iov{iovec{dst, p.left},
+                             iovec{id->rx.data(), std::min(placed_tail, id->rx.size())}};
+    if (p.refused) iov = {iovec{id->rx.data(), std::min(p.left, id->rx.size())}, iovec{}};
+    want = iov[0].iov_len + iov[1].iov_len;
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = iov[1].iov_len > 0 ? 2 : 1;
     const std::lock_guard lock(id->fd_mutex);
     if (id->tx_fd < 0) return fill_result::would_block;
-    n = ::recv(id->tx_fd, dst, want, MSG_DONTWAIT);
+    n = ::recvmsg(id->tx_fd, &msg, MSG_DONTWAIT);
     err = errno;
   }
   if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR))
@@ -211,17 +310,11 @@ fill_result place_more(const id_ptr& id) {
     return fill_result::failed;
   }
   id->rx_short = static_cast<std::size_t>(n) < want;
-  p.addr += static_cast<std::size_t>(n);
-  p.left -= static_cast<std::size_t>(n);
-  if (p.left > 0) return fill_result::data;
-  ++id->rx_frames;
-  id->rx_large_writes = true;  // the next frame's header and target are read alone
-  // This piece's QP, unless the WRITE was refused before it (then looked up
-  // once more, to answer with the NAK).
-  const auto target = qp ? qp : placing_qp(id);
-  if (target && p.refused) soft_dp::write_refused(*target);
-  if (target && !p.refused) soft_dp::write_placed(*target);
-  p = {};
+  const std::size_t payload = std::min(static_cast<std::size_t>(n), p.left);
+  id->rx_end = static_cast<std::size_t>(n) - payload;  // the next frame's first bytes
+  p.addr += payload;
+  p.left -= payload;
+  if (p.left == 0) placed(id, qp);
   return fill_result::data;
 }
 
@@ -317,13 +410,14 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
         continue;
       }
       need = header_size + h->length;
-      if (avail < need && large_write(*h)) {
+      if (avail < need && placeable(*h)) {
         // Read no further than the target, then the payload goes where it belongs.
-        if (avail < header_size + remote_size) {
-          if (!read_more(id, mode, need, header_size + remote_size - avail)) return drained(id);
+        const std::size_t head = header_size + fixed_part(h->type);
+        if (avail < head) {
+          if (!read_more(id, mode, need, head - avail)) return drained(id);
           continue;
         }
-        if (start_placing(id, h->length)) continue;
+        if (start_placing(id, *h)) continue;
       }
       if (avail >= need) {
         const std::span<const std::uint8_t> payload(id->rx.data() + id->rx_begin + header_size,
@@ -339,14 +433,15 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
           // A link keeps what ordinary traffic needs, not its largest frame.
           if (id->rx.size() > rx_keep) id->rx.reset(rx_large);
         }
-        id->rx_large_writes = large_write(*h);
+        id->rx_large_frames = placeable(*h);
         if (next == rx_next::stop) return next;
         continue;
       }
     }
-    // After a large WRITE the next frame is likely one too: read its header
-    // and target alone, so its payload can go straight to the MR.
-    const bool header_first = id->rx_large_writes && avail < header_size;
+    // After a large frame the next is likely one too: read its header and
+    // fixed part alone (a WRITE's target, the longest), so its payload can
+    // go straight to memory.
+    const bool header_first = id->rx_large_frames && avail < header_size;
     const std::size_t limit =
         header_first ? header_size + remote_size - avail : std::numeric_limits<std::size_t>::max();
     if (!read_more(id, mode, need, limit)) return drained(id);
