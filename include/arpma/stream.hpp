@@ -34,13 +34,14 @@ namespace arpma {
 /// the stream is made, and nothing grows after (docs/stream.md).
 struct stream_cfg {
   /// Data messages in flight each way (receive credits); 1..4095.
-  std::uint32_t slots = 16;
+  std::uint32_t slots = 8;
   /// Credit-only messages in flight each way; 1..255.
   std::uint32_t control_slots = 4;
   /// Bytes per message (and per slot); 1 byte .. 1 MiB. Per-message costs
   /// dominate small slots: on the soft provider 64 KiB writes ran at 0.28x
-  /// TCP with 8 KiB slots and 0.81x with 32 KiB (bench/stream_bench).
-  std::uint32_t slot_size = 32768;
+  /// TCP with 8 KiB slots, 0.62-0.75x with 16 of 32 KiB and 0.77-0.89x with
+  /// 8 of 64 KiB (bench/stream_bench, docs/stream.md).
+  std::uint32_t slot_size = 65536;
   /// Address and route resolution deadline, each phase (conn_cfg::timeout).
   std::chrono::milliseconds timeout = conn_cfg::default_timeout;
   /// Busy polling: while an operation waits, poll the CQ from the loop

@@ -21,11 +21,11 @@ namespace {
 TEST(stream_cfg, defaults_are_in_range_and_state_their_memory) {
   arpma::stream_cfg cfg;
   EXPECT_FALSE(cfg.check());
-  EXPECT_EQ(cfg.memory(), (2U * 16 + 4) * 32768);  // 1152 KiB, as docs/stream.md says
+  EXPECT_EQ(cfg.memory(), (2U * 8 + 4) * 65536);  // 1280 KiB, as docs/stream.md says
   const auto conn = cfg.connection_cfg();
-  EXPECT_EQ(conn.sq_size, 20U);
-  EXPECT_EQ(conn.rq_size, 20U);
-  EXPECT_EQ(conn.cq_size, 40U);
+  EXPECT_EQ(conn.sq_size, 12U);
+  EXPECT_EQ(conn.rq_size, 12U);
+  EXPECT_EQ(conn.cq_size, 24U);
   EXPECT_EQ(conn.rcq_size, 0U);
 }
 
