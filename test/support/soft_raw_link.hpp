@@ -8,9 +8,13 @@
 #include "support/soft_pair.hpp"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace arpma::test {
 
@@ -60,6 +64,28 @@ class soft_raw_link : public soft_pair {
   }
 
   std::uint64_t base() { return addr_of(target_.data()); }
+
+  /// Bytes [p, p + n) as they are now, read by the kernel: the provider may
+  /// be placing into them meanwhile (as a NIC's DMA), unordered with this thread.
+  static std::vector<std::uint8_t> bytes_now(const std::uint8_t* p, std::size_t n) {
+    std::vector<std::uint8_t> out(n);
+    const iovec local{out.data(), out.size()};
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): process_vm_readv only reads it
+    const iovec remote{const_cast<std::uint8_t*>(p), n};
+    EXPECT_EQ(::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0), static_cast<ssize_t>(n));
+    return out;
+  }
+  /// How many of the first `n` bytes at `p` hold a payload of 0xcc by now.
+  static std::size_t placed_at(const std::uint8_t* p, std::size_t n) {
+    const auto now = bytes_now(p, n);
+    return static_cast<std::size_t>(
+        std::find_if(now.begin(), now.end(), [](auto v) { return v != 0xcc; }) - now.begin());
+  }
+  /// Nothing (no ACK, no NAK) has come back on the raw link.
+  [[nodiscard]] bool nothing_to_read() const {
+    pollfd ready{fd_, POLLIN, 0};
+    return ::poll(&ready, 1, 0) == 0;
+  }
 
   guarded target_{256, 0x11};
   prov::mr* tmr_ = nullptr;

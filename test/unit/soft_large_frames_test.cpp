@@ -11,8 +11,6 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,25 +52,8 @@ class soft_large_frames : public arpma::test::soft_raw_link {
     handshake();
   }
 
-  /// The receive buffer as it is now, read by the kernel: the provider may
-  /// be placing into it meanwhile (as a NIC's DMA), unordered with this thread.
-  std::vector<std::uint8_t> buffer_now() {
-    std::vector<std::uint8_t> out(size);
-    const iovec local{out.data(), out.size()};
-    const iovec remote{big_.data(), size};
-    EXPECT_EQ(::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0), static_cast<ssize_t>(size));
-    return out;
-  }
-  /// How many of the buffer's first bytes hold the payload (0xcc) by now.
-  std::size_t placed() {
-    const auto now = buffer_now();
-    return static_cast<std::size_t>(
-        std::find_if(now.begin(), now.end(), [](auto v) { return v != 0xcc; }) - now.begin());
-  }
-  bool nothing_to_read() const {
-    pollfd ready{fd_, POLLIN, 0};
-    return ::poll(&ready, 1, 0) == 0;
-  }
+  std::vector<std::uint8_t> buffer_now() { return bytes_now(big_.data(), size); }
+  std::size_t placed() { return placed_at(big_.data(), size); }
   /// Sends bytes [from, first) of `f`, waits until `expect` payload bytes
   /// are in the receive, then checks that nothing was acknowledged early.
   void send_part(const std::vector<std::uint8_t>& f, std::size_t first, std::size_t expect,

@@ -9,9 +9,7 @@
 #include "support/wait.hpp"
 
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,25 +43,8 @@ class soft_large_write : public arpma::test::soft_raw_link {
   std::vector<std::uint8_t> frame() {
     return write_frame(soft.mr_rkey(big_mr_), arpma::test::addr_of(big_.data()), size);
   }
-  /// The target as it is now, read by the kernel: the provider may be
-  /// placing into it meanwhile (as a NIC's DMA), unordered with this thread.
-  std::vector<std::uint8_t> target_now() {
-    std::vector<std::uint8_t> out(size);
-    const iovec local{out.data(), out.size()};
-    const iovec remote{big_.data(), size};
-    EXPECT_EQ(::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0), static_cast<ssize_t>(size));
-    return out;
-  }
-  /// How many of the target's first bytes hold the payload (0xcc) by now.
-  std::size_t placed() {
-    const auto now = target_now();
-    return static_cast<std::size_t>(
-        std::find_if(now.begin(), now.end(), [](auto v) { return v != 0xcc; }) - now.begin());
-  }
-  bool nothing_to_read() const {
-    pollfd ready{fd_, POLLIN, 0};
-    return ::poll(&ready, 1, 0) == 0;
-  }
+  std::vector<std::uint8_t> target_now() { return bytes_now(big_.data(), size); }
+  std::size_t placed() { return placed_at(big_.data(), size); }
 
   guarded big_{size, 0x11};
   arpma::provider::mr* big_mr_ = nullptr;
