@@ -609,7 +609,9 @@ void pump_from_application(const id_ptr& id, soft_dp::drive how) {
   // Woken by the channel, this thread waits for a progress thread that is
   // at the link (a pump ends once the socket is drained): what it
   // completes is this reader's event, and a channel that was readable then
-  // has one to give, as a verbs channel would. A spinning poller lets it
+  // has one to give, as a verbs channel would (unless that thread drained
+  // the socket before this one looked: docs/soft-provider.md, "The channel
+  // watches its links"). A spinning poller lets it
   // finish instead (it could otherwise keep it from the CPU it needs to
   // release the receiver).
   if (wake)
