@@ -12,8 +12,13 @@ namespace arpma::detail {
 
 namespace {
 
-std::size_t whole_pages(std::size_t n) noexcept {
+std::size_t page_size() noexcept {
   static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+std::size_t whole_pages(std::size_t n) noexcept {
+  const std::size_t page = page_size();
   return (n + page - 1) / page * page;
 }
 
@@ -94,8 +99,7 @@ void page_buffer::reset(std::size_t n) {
 
 void page_buffer::populate(std::size_t from, std::size_t to) noexcept {
   if (mapped_ == 0 || to > mapped_) return;
-  static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t first = from / page * page;
+  const std::size_t first = from / page_size() * page_size();
   const std::size_t end = whole_pages(to);
   // Best effort: kernels before 5.14 answer EINVAL, and the pages then fault in as written.
   if (end > first) (void)::madvise(data_ + first, end - first, populate_write);
