@@ -123,14 +123,15 @@ if [[ ${rxe} -eq 1 ]]; then
   rxe_time=$((SECONDS - rxe_start))
   echo "[rxe] time taken: ${rxe_time} s"
   rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh"
-  banner "[siw] integration tests on Soft-iWARP (siw0), iWARP's differences asserted"
+  banner "[siw] integration tests on Soft-iWARP (siw0), iWARP's differences asserted, segments reordered"
   siw_start=${SECONDS}
   rc=0
-  # --nodes: the whole guest suite on siw0 as on rxe0; CI: the integration tests (its time).
-  siw_part=--integration-only
-  [[ ${nodes} -eq 0 ]] || siw_part=--full
+  # --nodes: the whole guest suite on siw0 as on rxe0; CI: the integration tests (its time),
+  # with netem reordering loopback's segments (in-guest.sh --reorder).
+  siw_part=(--integration-only --reorder)
+  [[ ${nodes} -eq 0 ]] || siw_part=(--full)
   test/vm/run-in-rxe-vm.sh --siw --timeout 1200 -- \
-    test/vm/in-guest.sh build/default "${siw_part}" || rc=$?
+    test/vm/in-guest.sh build/default "${siw_part[@]}" || rc=$?
   siw_time=$((SECONDS - siw_start))
   echo "[siw] time taken: ${siw_time} s"
   rxe_verdict "${rc}" "test/vm/run-in-rxe-vm.sh --siw"
@@ -169,7 +170,7 @@ banner "summary"
 echo "all presets passed: ${passed[*]}"
 if [[ ${rxe} -eq 1 ]]; then
   echo "Soft-RoCE guest (verbs provider, rdma-core): passed in ${rxe_time} s"
-  echo "Soft-iWARP guest (integration tests): passed in ${siw_time} s"
+  echo "Soft-iWARP guest (integration tests, segments reordered): passed in ${siw_time} s"
   echo "two Soft-RoCE guests on one link: passed in ${nodes_time} s"
   echo "power cuts (${kills} per provider): no flushed record lost, ${cut_time} s"
 fi

@@ -17,17 +17,23 @@
 # --integration-only: the integration tests alone (CI's Soft-iWARP guest, run-in-rxe-vm.sh --siw:
 # what iWARP does differently is asserted there, docs/compatibility.md).
 #
+# --reorder: the integration tests with 2 ms ± 2 ms of netem delay on the device the test
+# address routes through (loopback), so segments arrive late and out of order. CI's Soft-iWARP
+# guest runs so: it exposes the tests that relied on one side's event coming before the other's
+# (docs/compatibility.md, "iWARP": the passive side's ESTABLISHED comes first there).
+#
 # Exit status: 0 when every step passed, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] [--full] [--integration-only] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
+  echo "usage: $0 BUILD_DIR [--packages DEB_DIR] [--full] [--integration-only] [--reorder] (inside the guest: test/vm/run-in-rxe-vm.sh -- $0 BUILD_DIR)" >&2
   exit 2
 }
 
 debs=
 full=0
 integration_only=0
+reorder=0
 args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -42,6 +48,10 @@ while [[ $# -gt 0 ]]; do
       ;;
     --integration-only)
       integration_only=1
+      shift
+      ;;
+    --reorder)
+      reorder=1
       shift
       ;;
     *)
@@ -88,7 +98,13 @@ finish() {
 }
 
 examples=$build/examples/conn_req_new
+netem_dev=
+if [[ $reorder -eq 1 ]]; then
+  netem_dev=$(ip -o route get "$RXE_VM_IP" | sed -n 's/.* dev \([^ ]*\).*/\1/p')
+  step "netem delay 2ms 2ms on ${netem_dev:-?}" tc qdisc add dev "${netem_dev:-lo}" root netem delay 2ms 2ms
+fi
 step "ctest -L integration" ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure -j "$jobs"
+[[ -z $netem_dev ]] || tc qdisc del dev "$netem_dev" root
 [[ $integration_only -eq 0 ]] || finish
 # The connection examples, server and client as two processes, every flavour (run-pair.sh
 # takes the address from ARPMA_TEST_ADDR).
