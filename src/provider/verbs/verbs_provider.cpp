@@ -40,15 +40,26 @@ auto* native(mr* m) noexcept { return reinterpret_cast<ibv_mr*>(m); }
 auto* native(const mr* m) noexcept { return reinterpret_cast<const ibv_mr*>(m); }
 auto* native(srq* s) noexcept { return reinterpret_cast<ibv_srq*>(s); }
 
+// Marks a QP whose RNR wait is short already, in its user context (ibv_qp::qp_context, which
+// nothing else here sets or reads): the passive side shortens it in accept(), and its
+// ESTABLISHED then costs no second ibv_modify_qp (one ioctl of a connection's ~27).
+constexpr char rnr_wait_short = 0;
+
 // rdma_cm takes a QP to RTR with min_rnr_timer 0, which IB encodes as 655.36 ms: a SEND that
 // finds no receive posted stalls its sender that long before each retry. Once the QP is ready
 // to send (RTS), the wait is made 0.64 ms (12), the value perftest and most verbs programs
-// set. iWARP has no RNR: there, as for a QP not yet in RTS, the modify fails and is ignored.
+// set; once per QP. iWARP has no RNR, and no call is made; for a QP not yet in RTS the modify
+// fails and is ignored.
 void shorten_rnr_wait(rdma_cm_id* id) noexcept {
   if (id == nullptr || id->qp == nullptr) return;
+  ibv_qp* qp = id->qp;
+  if (qp->qp_context == &rnr_wait_short) return;
+  if (qp->context->device->transport_type == IBV_TRANSPORT_IWARP) return;
   ibv_qp_attr attr{};
   attr.min_rnr_timer = verbs_provider::min_rnr_timer;
-  (void)ibv_modify_qp(id->qp, &attr, IBV_QP_MIN_RNR_TIMER);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): a tag, never written through
+  if (ibv_modify_qp(qp, &attr, IBV_QP_MIN_RNR_TIMER) == 0)
+    qp->qp_context = const_cast<char*>(&rnr_wait_short);
 }
 
 // The seam's values are rdma-core's; these keep the casts honest.
