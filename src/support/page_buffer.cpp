@@ -99,7 +99,8 @@ void page_buffer::reset(std::size_t n) {
 
 void page_buffer::populate(std::size_t from, std::size_t to) noexcept {
   if (mapped_ == 0 || to > mapped_) return;
-  const std::size_t first = from / page_size() * page_size();
+  const std::size_t page = page_size();
+  const std::size_t first = from / page * page;
   const std::size_t end = whole_pages(to);
   // Best effort: kernels before 5.14 answer EINVAL, and the pages then fault in as written.
   if (end > first) (void)::madvise(data_ + first, end - first, populate_write);

@@ -153,11 +153,15 @@ struct writer {
   }
 };
 
+std::string describe(const std::error_code& ec) {
+  return ec ? ec.category().name() + std::string(":") + ec.message() : "ok";
+}
+
 /// The child's exit status for a failed step, said on stderr first so that a
 /// failure in the parent's log names its cause.
 int failed(int status, const char* step, const std::error_code& ec) {
-  std::fprintf(stderr, "peer-kill child: %s failed (exit %d): %s:%s\n", step, status,
-               ec.category().name(), ec.message().c_str());
+  std::fprintf(stderr, "peer-kill child: %s failed (exit %d): %s\n", step, status,
+               describe(ec).c_str());
   return status;
 }
 
@@ -306,10 +310,6 @@ class child {
  private:
   arpma::test::peer_process proc_;
 };
-
-std::string describe(const std::error_code& ec) {
-  return ec ? ec.category().name() + std::string(":") + ec.message() : "ok";
-}
 
 /// What the survivor saw, for the table.
 struct outcome {
@@ -906,12 +906,7 @@ class peer_kill_capi : public ::testing::Test {
   /// once in CI's Soft-iWARP stage (docs/compatibility.md, "iWARP").
   [[nodiscard]] bool first_write_landed() const {
     const volatile char* first = memory.data();
-    const auto deadline = clock_type::now() + 10s;
-    while (*first != 'c') {
-      if (clock_type::now() > deadline) return false;
-      std::this_thread::sleep_for(1ms);
-    }
-    return true;
+    return arpma::test::eventually([first] { return *first == 'c'; });
   }
 
   std::string addr = test_addr();
