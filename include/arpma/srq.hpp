@@ -126,8 +126,8 @@ class srq {
   /// rather than on each connection's CQ/RCQ.
   [[nodiscard]] bool has_rcq() const noexcept;
   /// The fd of the RCQ's completion channel, readable once the armed RCQ
-  /// got a completion (blocking or not as the provider made it); -1 without
-  /// an RCQ.
+  /// got a completion; -1 without an RCQ. Blocking, as librpma's, until an
+  /// asynchronous wait on the RCQ takes it into the loop non-blocking.
   [[nodiscard]] int rcq_fd() const noexcept;
 
   /// Makes connections created with `cfg` use this SRQ; returns `cfg`.

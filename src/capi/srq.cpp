@@ -4,7 +4,6 @@
 
 #include "arpma/error.hpp"
 #include "capi/objects.hpp"
-#include "core/fd_ready.hpp"
 #include "core/srq_state.hpp"
 #include "support/log.hpp"
 
@@ -72,13 +71,8 @@ int rpma_srq_new(struct rpma_peer* peer, struct rpma_srq_cfg* cfg, struct rpma_s
   return arpma::capi::guarded([&] {
     auto created = arpma::srq::create(peer->cxx, config);
     if (!created) return arpma::to_rpma_error(created.error());
-    // librpma's completion fds block until the program sets O_NONBLOCK.
-    if (const int fd = created.value().rcq_fd(); fd >= 0) {
-      if (auto ec = arpma::detail::set_fd_blocking(fd, true)) {
-        ARPMA_LOG_FAILURE("make the RCQ's completion fd blocking", ec);
-        return RPMA_E_PROVIDER;  // `created` destroys the RCQ, then the SRQ
-      }
-    }
+    // The RCQ's completion fd blocks until the program sets O_NONBLOCK, as
+    // librpma's: the provider made it so.
     arpma::capi::alloc_point("alloc rpma_srq");
     auto handle = std::make_unique<rpma_srq>();
     handle->cxx = std::move(created).value();

@@ -211,14 +211,10 @@ void cm_channel::release_descriptor() noexcept {
 void cm_channel::watch_locked() {
   if (watching_ || closed_ || holds_ == 0) return;
   if (!descriptor_) {
-    descriptor_.emplace(ex_, fd());
-    // The ioctl Asio would make at the first wait anyway (its internal
-    // non-blocking mode), made here so that this side knows the fd's mode.
-    if (!made_blocking_.load(std::memory_order_acquire)) {
-      boost::system::error_code ec;
-      descriptor_->non_blocking(true, ec);
-      if (!ec) nonblocking_.store(true, std::memory_order_release);
-    }
+    if (made_blocking_.load(std::memory_order_acquire))
+      descriptor_.emplace(ex_, fd());
+    else if (!adopt_non_blocking(descriptor_, ex_, fd()))
+      nonblocking_.store(true, std::memory_order_release);
   }
   watching_ = true;
   descriptor_->async_wait(
@@ -254,12 +250,17 @@ result<provider::cm_event> cm_channel::read_now() {
 }
 
 std::error_code cm_channel::set_blocking(bool blocking) noexcept {
+  made_blocking_.store(blocking, std::memory_order_release);
   if (blocking) {
-    made_blocking_.store(true, std::memory_order_release);
+    {
+      // Blocking as the provider made it, unless this side made it not or the
+      // reactor has seen it (its first wait does): a C connection pays no ioctl.
+      const std::lock_guard lock(mutex_);
+      if (!descriptor_ && !nonblocking_.load(std::memory_order_acquire)) return {};
+    }
     nonblocking_.store(false, std::memory_order_release);
     return set_fd_blocking(fd(), true);
   }
-  made_blocking_.store(false, std::memory_order_release);
   const std::error_code ec = set_fd_blocking(fd(), false);
   if (!ec) nonblocking_.store(true, std::memory_order_release);
   return ec;

@@ -59,8 +59,9 @@ class cm_channel : public std::enable_shared_from_this<cm_channel> {
   /// pending (EAGAIN, or ENODATA as librpma knew it).
   result<provider::cm_event> read_now();
   /// Makes the fd blocking (librpma's default, which C programs expect) or not.
-  /// A channel never made blocking is made non-blocking when first watched,
-  /// so that a drain reads until EAGAIN without asking the fd first.
+  /// The provider creates it blocking: a channel never made blocking is made
+  /// non-blocking when first watched, so that a drain reads until EAGAIN
+  /// without asking the fd first.
   std::error_code set_blocking(bool blocking) noexcept;
 
   /// A fresh token to create an id with.

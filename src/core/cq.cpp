@@ -35,9 +35,7 @@ class cq_waiter final : public std::enable_shared_from_this<cq_waiter>,
 
   /// Watches the owner and the loop, and takes the fd into the reactor.
   std::error_code open(watcher_list& owner) {
-    const int fd = prov_.comp_channel_fd(channel_);
-    if (auto ec = set_fd_blocking(fd, false)) return ec;
-    fd_.emplace(ex_, fd);
+    if (auto ec = adopt_non_blocking(fd_, ex_, prov_.comp_channel_fd(channel_))) return ec;
     owner.add(shared_from_this());
     on_loop_shutdown(ex_, shared_from_this());
     return {};

@@ -45,10 +45,6 @@ cq_dispatcher::cq_dispatcher(provider::provider& prov,
     if (native == nullptr) continue;
     auto ch = std::make_unique<channel>();
     ch->native = native;
-    // Only this dispatcher reads a C++ connection's channels (the C API's
-    // blocking fds never get one): non-blocking, an event is read without
-    // asking the fd first, and a wake-up that finds nothing reads EAGAIN.
-    ch->nonblocking = !set_fd_blocking(prov_.comp_channel_fd(native), false);
     channels_.push_back(std::move(ch));
   }
 }
@@ -65,7 +61,7 @@ void cq_dispatcher::register_channels() noexcept {
   for (auto& ch : channels_) {
     if (ch->fd) continue;
     try {
-      ch->fd.emplace(ex_, prov_.comp_channel_fd(ch->native));
+      adopt(*ch);
     } catch (const std::exception& e) {
       ARPMA_LOG(log_level::debug, "completion channel registered at its first wait: %s", e.what());
     }
@@ -201,9 +197,17 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
   watch_all();  // out of budget: sleep on the fds
 }
 
+void cq_dispatcher::adopt(channel& ch) {
+  // Only this dispatcher reads a C++ connection's channels (the C API's
+  // blocking fds never get one): non-blocking, an event is read without
+  // asking the fd first, and a wake-up that finds nothing reads EAGAIN.
+  ch.nonblocking = !adopt_non_blocking(ch.fd, ex_, prov_.comp_channel_fd(ch.native));
+}
+
 void cq_dispatcher::watch(channel& ch) {
   if (closed_ || ch.waiting || pending_ == 0) return;
   ch.waiting = true;
+  if (!ch.fd) adopt(ch);
   when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native),
                 [self = shared_from_this(), &ch](const std::error_code& ec) {
                   if (ec) {

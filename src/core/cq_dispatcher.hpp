@@ -97,9 +97,11 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
     provider::comp_channel* native = nullptr;
     std::optional<asio::posix::stream_descriptor> fd;
     bool waiting = false;
-    bool nonblocking = false;  ///< made so here: reads need no poll(2) first
+    bool nonblocking = false;  ///< made so by adopt(): reads need no poll(2) first
   };
 
+  /// Registers the channel's fd, non-blocking.
+  void adopt(channel& ch);
   void watch(channel& ch);
   /// Every fd (own channels, or the shared channel) watched.
   void watch_all();

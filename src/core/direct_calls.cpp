@@ -3,24 +3,10 @@
 #include "arpma/error.hpp"
 #include "core/conn_state.hpp"
 #include "core/endpoint_state.hpp"
-#include "core/fd_ready.hpp"
 #include "core/thread_loop.hpp"
 #include "support/log.hpp"
 
 namespace arpma::detail {
-
-namespace {
-
-// rpma_cq_wait / rpma_conn_wait block until the program sets O_NONBLOCK.
-std::error_code make_completion_fds_blocking(const conn_state& state) noexcept {
-  auto& p = state.prov();
-  for (auto* channel : {state.conn_comp_channel, state.cq.own_channel, state.rcq.own_channel})
-    if (channel != nullptr)
-      if (auto ec = set_fd_blocking(p.comp_channel_fd(channel), true)) return ec;
-  return {};
-}
-
-}  // namespace
 
 result<endpoint> listen_now(const std::shared_ptr<peer_state>& p, const std::string& addr,
                             const std::string& port) {
@@ -48,9 +34,10 @@ result<connection> connect_now(std::unique_ptr<conn_state> state,
                                std::span<const std::uint8_t> private_data) {
   if (!state) return make_error_code(errc::invalid_argument);
   if (private_data.size() > 255) return make_error_code(errc::invalid_argument);
-  // The fds the connection hands out behave as librpma's: blocking.
+  // The fds the connection hands out behave as librpma's: blocking. Its
+  // completion channels are so as the provider made them (nothing of the C
+  // flavour watches them on a loop); the event channel is pinned so.
   if (auto ec = state->cm_events->set_blocking(true)) return ec;
-  if (auto ec = make_completion_fds_blocking(*state)) return ec;
   const auto len = static_cast<std::uint8_t>(private_data.size());
   if (auto ec = state->start_connect(private_data.empty() ? nullptr : private_data.data(), len))
     return ec;  // `state` lets go on the way out; an incoming request is rejected

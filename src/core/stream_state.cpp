@@ -86,9 +86,7 @@ void stream_state::attach(connection conn, const stream_cfg& peer) {
   channel_ = q->own_channel;
   // Ours alone (the connection's async_* path is not used beside a stream):
   // non-blocking, so taking its events needs no poll(2) first.
-  const int fd = prov_->comp_channel_fd(channel_);
-  if (set_fd_blocking(fd, false)) return fail(reset_error());
-  fd_.emplace(ex_, fd);
+  if (adopt_non_blocking(fd_, ex_, prov_->comp_channel_fd(channel_))) return fail(reset_error());
   on_loop_shutdown(ex_, shared_from_this());
   cm_ = st->cm_events;
   access::state(conn_)->watch(shared_from_this());

@@ -1,14 +1,14 @@
 // An rdma_cm-like event channel in user space: a queue whose readiness is an
 // eventfd in semaphore mode, so one read consumes one event, a non-blocking
 // read of an empty queue fails with EAGAIN, and the fd works with epoll/Asio
-// exactly like rdma-core's channel fd.
+// exactly like rdma-core's channel fd. Blocking at first, as that fd is.
 //
 // Invariant: under the mutex, the eventfd counter equals the number of queued
 // events less the silent ones (push writes one, pop and extract read one per
 // event while holding the mutex, so those reads never block even when the
-// application has made the fd blocking). Readiness therefore always means "an
-// event is there". Silent events (push_silent) exist only while the thread that
-// queued them is about to take them: it settles the rest before it returns.
+// fd is blocking). Readiness therefore always means "an event is there".
+// Silent events (push_silent) exist only while the thread that queued them is
+// about to take them: it settles the rest before it returns.
 #pragma once
 
 #include "provider/provider.hpp"
@@ -32,13 +32,13 @@ namespace arpma::provider {
 template <class Event>
 class basic_event_queue {
  public:
-  basic_event_queue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
+  basic_event_queue() : fd_(::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
     if (fd_ < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   }
   /// Without exceptions: a failed eventfd (EMFILE, ...) is reported in `ec`
   /// and leaves an unusable queue to be destroyed.
   explicit basic_event_queue(std::error_code& ec) noexcept
-      : fd_(::eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC)) {
+      : fd_(::eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
     if (fd_ < 0) ec = {errno, std::system_category()};
   }
   basic_event_queue(const basic_event_queue&) = delete;

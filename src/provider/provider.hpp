@@ -214,11 +214,15 @@ class provider {
   /// (resolve within 1000 ms) IP address. Blocks, as librpma does.
   virtual result<device*> find_device(const char* addr, bool remote) = 0;
 
-  // Connection manager. Event channel fds are non-blocking.
+  // Connection manager. Event and completion channel fds start blocking, as
+  // rdma-core makes them and as librpma hands them to C programs: a reader
+  // that wants them non-blocking sets it itself, through the Asio descriptor
+  // it watches them with (one ioctl, which Asio's first wait makes anyway).
   virtual result<event_channel*> create_event_channel() = 0;
   virtual void destroy_event_channel(event_channel* channel) noexcept = 0;
   [[nodiscard]] virtual int event_channel_fd(const event_channel* channel) const noexcept = 0;
-  /// Reads and acknowledges one event; EAGAIN when none is pending.
+  /// Reads and acknowledges one event; EAGAIN when none is pending and the fd
+  /// is non-blocking (waits otherwise).
   virtual std::error_code get_cm_event(event_channel* channel, cm_event& out) = 0;
   /// get_cm_event for a caller that knows the fd to be non-blocking (or has
   /// seen it readable): a provider that can tell an empty queue without the

@@ -89,6 +89,11 @@ TEST_F(conn_capi, connect_sends_the_private_data_and_consumes_the_request) {
   int fd = -1;
   ASSERT_EQ(rpma_conn_get_event_fd(conn, &fd), 0);
   EXPECT_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0) << "blocking, as librpma's";
+  rpma_cq* cq = nullptr;
+  ASSERT_EQ(rpma_conn_get_cq(conn, &cq), 0);
+  ASSERT_EQ(rpma_cq_get_fd(cq, &fd), 0);
+  EXPECT_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0) << "the completion fd too";
+  (void)fake.take_calls();  // the fd getters are not what this checks
   EXPECT_EQ(rpma_conn_delete(&conn), 0);
   EXPECT_EQ(conn, nullptr);
   EXPECT_EQ(fake.take_calls(), active_teardown);

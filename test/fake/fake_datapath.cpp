@@ -4,6 +4,7 @@
 #include "fake/fake_provider.hpp"
 #include "provider/handle_cast.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,8 +75,12 @@ result<prov::cq*> fake_provider::get_cq_event(prov::comp_channel* h) {
   if (auto ec = enter("get_cq_event")) return ec;
   auto* ch = as<comp_obj>(h);
   std::uint64_t one = 0;
-  // Always non-blocking here: a test that waits for an event scripts it first.
-  if (::read(ch->fd, &one, sizeof one) != static_cast<ssize_t>(sizeof one)) return sys(EAGAIN);
+  // Never waits here, whatever the fd's mode: a test that waits for an event
+  // scripts it first.
+  pollfd ready{ch->fd, POLLIN, 0};
+  if (::poll(&ready, 1, 0) != 1 ||
+      ::read(ch->fd, &one, sizeof one) != static_cast<ssize_t>(sizeof one))
+    return sys(EAGAIN);
   const std::lock_guard lock(mutex_);
   if (ch->fired.empty()) {
     violations_.emplace_back("a completion event without a CQ that fired");

@@ -603,8 +603,9 @@ result<prov::comp_channel*> fake_provider::create_comp_channel(prov::device* dev
   if (auto ec = enter("create_comp_channel")) return ec;
   if (dev != dev_) return sys(EINVAL);
   auto* c = new comp_obj;
-  // A semaphore: one read per CQ event, as ibv_get_cq_event takes one.
-  c->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+  // A semaphore: one read per CQ event, as ibv_get_cq_event takes one;
+  // blocking, as rdma-core's (see provider.hpp).
+  c->fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   const std::lock_guard lock(mutex_);
   comps_.insert(c);
   return handle<prov::comp_channel>(c);

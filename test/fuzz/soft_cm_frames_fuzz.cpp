@@ -126,7 +126,7 @@ struct fixture {
   /// destroyed at once (requests left over from an earlier input).
   void drain_and_destroy_all() {
     prov::cm_event ev;
-    while (!provider.get_cm_event(channel, ev)) {
+    while (!provider.get_cm_event_nonblocking(channel, ev)) {
       if (ev.type == prov::cm_event_type::connect_request) (void)provider.destroy_id(ev.id);
     }
   }
@@ -210,7 +210,7 @@ struct session {
   bool handle_events() {
     bool any = false;
     prov::cm_event ev;
-    while (!fx.provider.get_cm_event(fx.channel, ev)) {
+    while (!fx.provider.get_cm_event_nonblocking(fx.channel, ev)) {
       any = true;
       if (verbose())
         std::fprintf(stderr, "  event %d status %d pdata %u\n", static_cast<int>(ev.type),
@@ -263,7 +263,7 @@ void check_listener(fixture& fx, unsigned round) {
   const auto deadline = clock_type::now() + std::chrono::seconds(5);
   prov::cm_event ev;
   for (;;) {
-    if (!fx.provider.get_cm_event(fx.channel, ev)) {
+    if (!fx.provider.get_cm_event_nonblocking(fx.channel, ev)) {
       if (ev.type != prov::cm_event_type::connect_request) continue;  // stale
       // Our connection is the only one open, but an older request may still
       // have been in flight: take the one with our private data.

@@ -133,7 +133,7 @@ struct server {
   bool next(prov::cm_event_type type, prov::cm_event& out) {
     const auto deadline = std::chrono::steady_clock::now() + kWait;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (!provider.get_cm_event(channel, out)) {
+      if (!provider.get_cm_event_nonblocking(channel, out)) {
         if (out.type == type) return true;
         continue;
       }
@@ -209,7 +209,7 @@ struct server {
       provider.destroy_qp(id);
       (void)provider.destroy_id(id);
     }
-    while (!provider.get_cm_event(channel, e)) {
+    while (!provider.get_cm_event_nonblocking(channel, e)) {
     }
     return ok;
   }

@@ -4,6 +4,7 @@
 // where it checks the ibv_* wrappers against real rdma-core. Same test, same
 // expectations: that is the point of the soft provider.
 #include "provider/provider.hpp"
+#include "support/provider_events.hpp"
 #include "support/test_addr.hpp"
 #include "support/transport.hpp"
 #include "support/wait.hpp"
@@ -31,14 +32,7 @@ namespace prov = arpma::provider;
 using namespace std::chrono_literals;
 
 std::optional<prov::cm_event> next_event(prov::provider& p, prov::event_channel* ch) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    prov::cm_event e;
-    if (!p.get_cm_event(ch, e)) return e;
-    pollfd ready{p.event_channel_fd(ch), POLLIN, 0};
-    (void)::poll(&ready, 1, 100);
-  }
-  return std::nullopt;
+  return arpma::test::next_event(p, ch, 5s);
 }
 
 std::optional<prov::work_completion> next_wc(prov::provider& p, prov::cq* cq) {

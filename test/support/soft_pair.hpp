@@ -144,6 +144,9 @@ class soft_pair : public ::testing::Test {
     s.ch = soft.create_event_channel().value();
     s.pd = soft.alloc_pd(dev_).value();
     s.cc = soft.create_comp_channel(dev_).value();
+    // Read as the core's loop reads them (tests that want them blocking say so).
+    EXPECT_TRUE(set_nonblocking(soft.event_channel_fd(s.ch)));
+    EXPECT_TRUE(set_nonblocking(soft.comp_channel_fd(s.cc)));
     s.cq = soft.create_cq(dev_, 64, s.cc).value();
     s.rcq = soft.create_cq(dev_, 64, s.cc).value();
   }

@@ -66,7 +66,20 @@ class cm_channel_test : public ::testing::Test {
   recorder sink_;
 };
 
+TEST_F(cm_channel_test, a_channel_stays_blocking_as_made_until_watched) {
+  // What the C flavour hands out: the provider's blocking fd, untouched.
+  ASSERT_EQ(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0);
+  ASSERT_FALSE(channel_->set_blocking(true));
+  EXPECT_EQ(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0);
+  // Made non-blocking and back by request, whatever this side knew of it.
+  ASSERT_FALSE(channel_->set_blocking(false));
+  EXPECT_NE(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0);
+  ASSERT_FALSE(channel_->set_blocking(true));
+  EXPECT_EQ(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0);
+}
+
 TEST_F(cm_channel_test, a_watched_channel_is_non_blocking_and_read_to_the_last_event) {
+  ASSERT_EQ(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0) << "blocking until watched";
   channel_->hold();
   EXPECT_NE(::fcntl(channel_->fd(), F_GETFL) & O_NONBLOCK, 0);
   // Several events in one wake-up, then more in a later one: each drain

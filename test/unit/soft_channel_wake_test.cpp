@@ -39,8 +39,8 @@ class soft_channel_wake_test : public arpma::test::soft_pair {
     return ::poll(&ready, 1, static_cast<int>(limit.count())) == 1;
   }
 
-  /// The channel's fd starts non-blocking, as the soft eventfd always was;
-  /// the C API makes it blocking, as ibverbs' channel is.
+  /// The pair reads its channels non-blocking, as the core's loop does; the
+  /// C API leaves them blocking, as ibverbs makes them.
   void make_blocking(prov::comp_channel* cc) {
     const int fd = soft.comp_channel_fd(cc);
     ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);

@@ -773,11 +773,11 @@ TEST(soft_cm_lifetime, a_provider_with_links_still_closing_is_destroyed_promptly
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
-TEST_F(soft_cm_test, a_blocking_channel_fd_makes_get_cm_event_wait) {
+TEST_F(soft_cm_test, a_channel_fd_starts_blocking_and_get_cm_event_waits_on_it) {
   prov::event_channel* ch = channel();
   const int fd = soft.event_channel_fd(ch);
   const int flags = ::fcntl(fd, F_GETFL);
-  ASSERT_EQ(::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK), 0);
+  ASSERT_EQ(flags & O_NONBLOCK, 0) << "as rdma_create_event_channel makes it";
   prov::cm_id* id = new_id(ch, 3);
   auto waiter = std::async(std::launch::async, [&] {
     prov::cm_event e;
@@ -791,7 +791,7 @@ TEST_F(soft_cm_test, a_blocking_channel_fd_makes_get_cm_event_wait) {
   EXPECT_TRUE(woke);
   if (!woke) (void)soft.resolve_addr(id, sa(remote), 100);  // free the waiter
   EXPECT_EQ(waiter.get(), cm_event_type::addr_resolved);
-  ASSERT_EQ(::fcntl(fd, F_SETFL, flags), 0);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, flags | O_NONBLOCK), 0);
   prov::cm_event e;
   EXPECT_EQ(soft.get_cm_event(ch, e), std::errc::resource_unavailable_try_again);
 }
@@ -799,10 +799,7 @@ TEST_F(soft_cm_test, a_blocking_channel_fd_makes_get_cm_event_wait) {
 TEST_F(soft_cm_test, get_cm_event_nonblocking_never_waits_whatever_the_fds_mode) {
   // A drain ends on an EAGAIN; the queue knows it is empty without asking
   // the fd's mode (no fcntl per drain), and a blocking fd must not make it wait.
-  prov::event_channel* ch = channel();
-  const int fd = soft.event_channel_fd(ch);
-  const int flags = ::fcntl(fd, F_GETFL);
-  ASSERT_EQ(::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK), 0);
+  prov::event_channel* ch = channel();  // blocking, as it starts
   prov::cm_id* id = new_id(ch, 4);
   const sockaddr_storage remote = address("127.0.0.1", 9);
   auto empty = std::async(std::launch::async, [&] {
@@ -819,9 +816,8 @@ TEST_F(soft_cm_test, get_cm_event_nonblocking_never_waits_whatever_the_fds_mode)
   EXPECT_EQ(e.type, cm_event_type::addr_resolved);
   EXPECT_EQ(e.context, 4U);
   // The event's token left with it: the fd is not readable any more.
-  pollfd p{fd, POLLIN, 0};
+  pollfd p{soft.event_channel_fd(ch), POLLIN, 0};
   EXPECT_EQ(::poll(&p, 1, 0), 0);
-  ASSERT_EQ(::fcntl(fd, F_SETFL, flags), 0);
 }
 
 TEST(soft_cm_lifetime, a_forked_child_destroys_its_copy_of_a_running_provider_at_once) {

@@ -683,7 +683,7 @@ TEST_F(soft_datapath_hostile, a_bad_frame_closes_a_link_its_poller_holds_without
   while (!event && std::chrono::steady_clock::now() < deadline) {
     poll_a_while();
     prov::cm_event e;
-    if (!soft.get_cm_event(b.ch, e)) event = e;
+    if (!soft.get_cm_event_nonblocking(b.ch, e)) event = e;
   }
   ASSERT_TRUE(event);
   EXPECT_EQ(event->type, cm_event_type::disconnected);

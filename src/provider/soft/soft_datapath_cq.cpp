@@ -249,13 +249,11 @@ soft_comp_channel::soft_comp_channel(std::error_code& ec) noexcept
     ec = {errno, std::system_category()};
     return;
   }
-  // Non-blocking, as the eventfd it replaces as the channel's fd was.
+  // Blocking, as an ibv_comp_channel's fd (see provider.hpp).
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = 0;
-  if (::fcntl(epfd, F_SETFL, O_NONBLOCK) != 0 ||
-      ::epoll_ctl(epfd, EPOLL_CTL_ADD, fired.fd(), &ev) != 0)
-    ec = {errno, std::system_category()};
+  if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fired.fd(), &ev) != 0) ec = {errno, std::system_category()};
 }
 
 soft_comp_channel::~soft_comp_channel() {

@@ -6,7 +6,6 @@
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <array>
@@ -101,13 +100,6 @@ struct addrinfo_guard {
   }
 };
 
-/// Channels are made non-blocking for the loop: one ioctl(FIONBIO) rather
-/// than fcntl's F_GETFL and F_SETFL (a connection makes two channels per side).
-bool make_non_blocking(int fd) noexcept {
-  int on = 1;
-  return ::ioctl(fd, FIONBIO, &on) == 0;
-}
-
 }  // namespace
 
 bool verbs_provider::owns(const device* dev) const noexcept {
@@ -165,13 +157,9 @@ result<device*> verbs_provider::find_device(const char* addr, bool remote) {
 }
 
 result<event_channel*> verbs_provider::create_event_channel() {
+  // Left blocking, as rdma_cm makes it (see provider.hpp).
   rdma_event_channel* channel = rdma_create_event_channel();
   if (channel == nullptr) return last_error();
-  if (!make_non_blocking(channel->fd)) {
-    const auto ec = last_error();
-    rdma_destroy_event_channel(channel);
-    return ec;
-  }
   return reinterpret_cast<event_channel*>(channel);
 }
 
@@ -293,14 +281,8 @@ std::error_code verbs_provider::dealloc_pd(pd* p) noexcept {
 }
 
 result<comp_channel*> verbs_provider::create_comp_channel(device* dev) {
-  ibv_comp_channel* channel = ibv_create_comp_channel(dev);
+  ibv_comp_channel* channel = ibv_create_comp_channel(dev);  // blocking, as the event channels
   if (channel == nullptr) return last_error();
-  // Non-blocking like the event channels (the C API makes its own blocking).
-  if (!make_non_blocking(channel->fd)) {
-    const auto ec = last_error();
-    ibv_destroy_comp_channel(channel);
-    return ec;
-  }
   return reinterpret_cast<comp_channel*>(channel);
 }
 
