@@ -16,9 +16,9 @@
 //   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw
 #include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_provider.hpp"
+#include "support/provider_events.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -139,8 +139,7 @@ class soft_pair {
       e->cc = need(soft.create_comp_channel(dev_), "comp channel");
       // Read as the core's loop reads them: non-blocking (they start blocking).
       for (const int fd : {soft.event_channel_fd(e->ch), soft.comp_channel_fd(e->cc)})
-        if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
-          throw std::runtime_error("O_NONBLOCK");
+        if (!arpma::test::set_nonblocking(fd)) throw std::runtime_error("O_NONBLOCK");
       e->cq = need(soft.create_cq(dev_, 4 * depth, e->cc), "cq");
       e->mr = need(soft.reg_mr(e->pd, e->buf.data(), e->buf.size(), 0xf), "mr");
     }
