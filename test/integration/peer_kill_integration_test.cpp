@@ -299,9 +299,23 @@ class child {
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(msg[i]); };
     return std::pair{msg[0], static_cast<std::uint16_t>(byte(1) << 8 | byte(2))};
   }
+  /// Whether the child said it reached its hook; if not, where it is (on stderr).
   bool hook() {
     const auto m = next();
-    return m && m->first == 'H';
+    if (m && m->first == 'H') return true;
+    std::fprintf(stderr, "peer-kill: the child is not at its hook; where it is:\n%s",
+                 proc_.where().c_str());
+    // Slow or stuck: whether it gets there at all.
+    const auto t0 = clock_type::now();
+    const bool late = proc_.read(3, 5s).starts_with("H");
+    const auto after =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0);
+    if (late)
+      std::fprintf(stderr, "peer-kill: then at its hook %lld ms later\n",
+                   static_cast<long long>(after.count()));
+    else
+      std::fprintf(stderr, "peer-kill: then not at its hook within 5 s more\n");
+    return false;
   }
   void stop() { proc_.stop(); }
   int kill() { return proc_.kill(); }

@@ -86,7 +86,12 @@ class child {
   child(char mode, std::uint16_t port)
       : proc_("ARPMA_STREAM_CHILD", std::string(1, mode) + ":" + std::to_string(port)) {}
   /// Whether it said it is connected within 10 s.
-  [[nodiscard]] bool connected() { return proc_.started() && proc_.read(1, 10s) == "C"; }
+  /// Whether the child said it is connected; if not, where it is (on stderr).
+  [[nodiscard]] bool connected() {
+    if (proc_.started() && proc_.read(1, 10s) == "C") return true;
+    std::fprintf(stderr, "the child did not connect; where it is:\n%s", proc_.where().c_str());
+    return false;
+  }
   void kill() { (void)proc_.kill(); }
 
  private:

@@ -19,7 +19,11 @@
 #include <array>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +97,51 @@ class peer_process {
     const auto out = said_.substr(0, n);
     said_.erase(0, out.size());
     return out;
+  }
+
+  /// What the child is doing now, for a failure message: per thread, its state, the kernel
+  /// function it sleeps in, its system call (number and arguments, /proc/PID/syscall) and,
+  /// where this process may read it (root, as in the guests), its kernel stack. A child that
+  /// went quiet is then seen where it waits. Empty for a child on another node.
+  [[nodiscard]] std::string where() const {
+    if (remote_ || pid_ <= 0) return {};
+    const auto slurp = [](const std::filesystem::path& f) {
+      std::ifstream in(f);
+      std::ostringstream out;
+      out << in.rdbuf();
+      auto text = out.str();
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      return text;
+    };
+    std::ostringstream out;
+    std::error_code ec;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+      const auto stat = slurp(t.path() / "stat");
+      const auto state = stat.rfind(')');
+      out << "thread " << t.path().filename().string() << ": state "
+          << (state != std::string::npos ? stat.substr(state + 2, 1) : "?") << ", wchan "
+          << slurp(t.path() / "wchan") << ", syscall " << slurp(t.path() / "syscall") << "\n";
+      const auto stack = slurp(t.path() / "stack");
+      if (!stack.empty()) out << stack << "\n";
+    }
+    out << user_stacks();
+    return out.str();
+  }
+
+  /// The child's threads' user stacks, by gdb where there is one (bounded: 60 s).
+  [[nodiscard]] std::string user_stacks() const {
+    if (::access("/usr/bin/gdb", X_OK) != 0) return {};
+    const auto cmd = "timeout 60 /usr/bin/gdb -q -batch -p " + std::to_string(pid_) +
+                     " -ex 'thread apply all bt' 2>&1 </dev/null";
+    FILE* gdb = ::popen(cmd.c_str(), "r");  // NOLINT(cert-env33-c): a diagnostic, fixed text
+    if (gdb == nullptr) return {};
+    std::string text;
+    std::array<char, 4096> chunk{};
+    for (std::size_t n = 0; (n = std::fread(chunk.data(), 1, chunk.size(), gdb)) > 0;)
+      text.append(chunk.data(), n);
+    (void)::pclose(gdb);
+    return text;
   }
 
   /// SIGSTOP, and back once every thread of the child has stopped: the signal alone takes
