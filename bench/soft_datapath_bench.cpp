@@ -352,14 +352,16 @@ void read_exact(int fd, std::uint8_t* p, std::size_t n, bool spin = false) {
   }
 }
 
-double tcp_rtt(int rounds) {
+/// Median 64 B TCP ping-pong round trip in microseconds; both ends spin on
+/// the socket, or (`spin` false) sleep in recv as sockperf's ping-pong does.
+double tcp_rtt(int rounds, bool spin = true) {
   tcp_pair pair;
   const pinned ping_cpu(0);
-  std::thread pong([&pair, rounds] {
+  std::thread pong([&pair, rounds, spin] {
     pin(1);
     std::array<std::uint8_t, small> buf{};
     for (int i = 0; i < rounds * pings_per_round; ++i) {
-      read_exact(pair.server, buf.data(), buf.size(), true);
+      read_exact(pair.server, buf.data(), buf.size(), spin);
       write_exact(pair.server, buf.data(), buf.size());
     }
   });
@@ -370,7 +372,7 @@ double tcp_rtt(int rounds) {
     for (int i = 0; i < pings_per_round; ++i) {
       const auto start = clock_type::now();
       write_exact(pair.client, buf.data(), buf.size());
-      read_exact(pair.client, buf.data(), buf.size(), true);
+      read_exact(pair.client, buf.data(), buf.size(), spin);
       rtts.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - start).count());
     }
     medians.push_back(median(rtts));
@@ -605,6 +607,19 @@ int main(int argc, char** argv) {
       (void)sweep();
       return 0;
     }
+    // `soft_datapath_bench rate soft|tcp|window [SECONDS]`: one 64 B message-rate figure
+    // alone, for SECONDS (default 0.3): what strace and perf look at.
+    if (argc > 2 && std::string(argv[1]) == "rate") {
+      const std::string what = argv[2];
+      if (argc > 3) sweep_point_s = std::stod(argv[3]);
+      if (what == "window")
+        std::printf("window bound %d / sleeping TCP round trip %.3f M/s\n", depth,
+                    depth / tcp_rtt(1, false));
+      else
+        std::printf("%s 64 B messages %.3f M/s\n", what == "tcp" ? "TCP stream" : "soft QD16",
+                    what == "tcp" ? tcp_message_rate(1) : soft_message_rate(1));
+      return 0;
+    }
     if (argc > 1 && std::string(argv[1]) == "bw") {
       std::printf("soft RDMA write %.0f MB/s\n", soft_write_bandwidth(paired_rounds));
       return 0;
@@ -624,12 +639,13 @@ int main(int argc, char** argv) {
         json = argv[++i];
       } else {
         std::fprintf(stderr,
-                     "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | sweep [FROM]\n",
+                     "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | rate "
+                     "soft|tcp|window [SECONDS] | sweep [FROM]\n",
                      argv[0]);
         return 2;
       }
     }
-    const paired rtt = interleave(soft_rtt, tcp_rtt);
+    const paired rtt = interleave(soft_rtt, [](int rounds) { return tcp_rtt(rounds); });
     const paired bw = interleave(soft_write_bandwidth, tcp_bandwidth);
     const paired rate = interleave(soft_message_rate, tcp_message_rate);
     const paired rate_nodelay = interleave(soft_message_rate, tcp_nodelay_message_rate);
@@ -649,6 +665,15 @@ int main(int argc, char** argv) {
         rate.tcp, depth, rate.soft, rate.ratio);
     std::printf("  TCP_NODELAY stream %6.3f M/s   soft %6.3f M/s   ratio %.2f\n", rate_nodelay.tcp,
                 rate_nodelay.soft, rate_nodelay.ratio);
+    // A write completes when its ACK is back, so QD writes take at least one
+    // round trip: with the poster sleeping between completions, at most
+    // depth / (a round trip in which both ends sleep) per second, whatever the
+    // transport. A TCP stream has no such window.
+    const paired window =
+        interleave(soft_message_rate, [](int rounds) { return depth / tcp_rtt(rounds, false); });
+    std::printf(
+        "  window bound %d / sleeping TCP round trip %6.3f M/s   soft %6.3f M/s   ratio %.2f\n",
+        depth, window.tcp, window.soft, window.ratio);
     // What fault-guarded copies into registered memory cost (docs/soft-provider.md,
     // "Memory safety"): the same round trip with plain copies, rounds in turn.
     const paired guard = interleave(soft_rtt, [](int rounds) {
