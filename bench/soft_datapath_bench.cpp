@@ -666,9 +666,10 @@ int main(int argc, char** argv) {
     std::printf("  TCP_NODELAY stream %6.3f M/s   soft %6.3f M/s   ratio %.2f\n", rate_nodelay.tcp,
                 rate_nodelay.soft, rate_nodelay.ratio);
     // A write completes when its ACK is back, so QD writes take at least one
-    // round trip: with the poster sleeping between completions, at most
-    // depth / (a round trip in which both ends sleep) per second, whatever the
-    // transport. A TCP stream has no such window.
+    // round trip: were both ends asleep between frames, at most depth / (a
+    // round trip in which both ends sleep) per second. The soft responder's
+    // progress thread keeps polling for limits::progress_spin after work, so
+    // it beats that bound; a TCP stream has no window at all.
     const paired window =
         interleave(soft_message_rate, [](int rounds) { return depth / tcp_rtt(rounds, false); });
     std::printf(

@@ -8,9 +8,18 @@
 
 #include <gtest/gtest.h>
 #include <librpma.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace soft_provider_test {
@@ -159,6 +168,87 @@ TEST_F(soft_provider_test, a_completion_channel_with_cqs_refuses_to_go) {
       << "one CQ is left";
   EXPECT_FALSE(soft.destroy_cq(second.value()));
   EXPECT_FALSE(soft.destroy_comp_channel(channel.value()));
+}
+
+/// The state letter (R, S, ...) of each of this process's soft progress threads, by tid.
+std::map<std::string, char> progress_threads() {
+  std::map<std::string, char> out;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "arpma-soft") continue;
+    std::ifstream stat_file(t.path() / "stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    const auto paren = stat.rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat.size())
+      out[t.path().filename().string()] = stat[paren + 2];
+  }
+  return out;
+}
+
+/// Whether every thread in `tids` is in `state` within `limit`.
+bool all_in_state(const std::vector<std::string>& tids, char state,
+                  std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto now = progress_threads();
+    const bool all = std::all_of(tids.begin(), tids.end(), [&](const std::string& tid) {
+      const auto it = now.find(tid);
+      return it != now.end() && it->second == state;
+    });
+    if (all || std::chrono::steady_clock::now() >= end) return all;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST_F(soft_provider_test, the_progress_thread_spins_after_work_then_sleeps) {
+  auto l = soft.current_limits();
+  l.progress_spin = std::chrono::seconds(3);  // long enough to be seen under any load
+  soft.set_limits(l);
+  const auto before = progress_threads();
+  // Listening starts the progress thread and gives it its first work.
+  auto channel = soft.create_event_channel();
+  ASSERT_TRUE(channel);
+  auto id = soft.create_id(channel.value(), 0);
+  ASSERT_TRUE(id);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_FALSE(soft.bind_addr(id.value(), reinterpret_cast<const sockaddr*>(&any)));
+  ASSERT_FALSE(soft.listen(id.value(), 1));
+  // (It names itself once running.)
+  std::vector<std::string> ours;
+  const auto named_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (ours.empty() && std::chrono::steady_clock::now() < named_by) {
+    for (const auto& [tid, state] : progress_threads())
+      if (!before.contains(tid)) ours.push_back(tid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(ours.size(), 1u) << "this provider's progress thread";
+  // Right after its work it keeps polling: running (or runnable), not asleep.
+  EXPECT_TRUE(all_in_state(ours, 'R', std::chrono::milliseconds(500)));
+  // Nothing more comes: it goes to sleep once the spin time has passed.
+  EXPECT_TRUE(all_in_state(ours, 'S', std::chrono::seconds(10)));
+  EXPECT_FALSE(soft.destroy_id(id.value()));
+  soft.destroy_event_channel(channel.value());
+}
+
+TEST_F(soft_provider_test, the_progress_spin_is_set_by_the_environment_within_bounds) {
+  const auto made_with = [](const char* value) {
+    ::setenv("ARPMA_SOFT_PROGRESS_SPIN_US", value, 1);
+    const arpma::provider::soft_provider p;
+    ::unsetenv("ARPMA_SOFT_PROGRESS_SPIN_US");
+    return p.current_limits().progress_spin;
+  };
+  const auto fallback = arpma::provider::soft_provider::limits{}.progress_spin;
+  EXPECT_EQ(made_with("0"), std::chrono::microseconds(0));
+  EXPECT_EQ(made_with("250"), std::chrono::microseconds(250));
+  EXPECT_EQ(made_with("1000000"), std::chrono::microseconds(1000000));
+  for (const char* bad : {"", "-1", "1000001", "12us", "x"})
+    EXPECT_EQ(made_with(bad), fallback) << bad;
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <exception>
 #include <thread>
 
@@ -35,6 +38,13 @@ class soft_provider::engine {
 
   boost::asio::io_context& io() noexcept { return io_; }
 
+  /// How long the thread keeps polling its sockets after the last handler
+  /// before it sleeps in epoll_wait (limits::progress_spin).
+  void set_spin(std::chrono::microseconds spin) noexcept {
+    spin_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count(),
+                   std::memory_order_relaxed);
+  }
+
   /// False in a child forked after the thread started: the thread is not
   /// there to join, and the epoll instance is shared with the parent.
   [[nodiscard]] bool ours() const noexcept { return owner_ == ::getpid(); }
@@ -44,7 +54,7 @@ class soft_provider::engine {
     (void)::pthread_setname_np(::pthread_self(), "arpma-soft");
     for (;;) {
       try {
-        io_.run();
+        loop();
         return;
       } catch (const std::exception& e) {
         ARPMA_LOG(log_level::error, "soft provider progress thread: %s", e.what());
@@ -52,7 +62,30 @@ class soft_provider::engine {
     }
   }
 
+  // A NIC does not sleep between two frames of a stream. Woken, the thread
+  // polls (epoll_wait with no timeout, through io_context::poll) until
+  // nothing has come for the spin time, so that the peer's next batch finds
+  // it awake instead of paying a wake-up; only then does it sleep. Idle links
+  // cost nothing: the spin starts only after work.
+  void loop() {
+    using clock = std::chrono::steady_clock;
+    while (io_.run_one() > 0) {
+      const std::chrono::nanoseconds spin(spin_ns_.load(std::memory_order_relaxed));
+      if (spin.count() <= 0) continue;
+      auto last = clock::now();
+      for (;;) {
+        if (io_.poll() > 0) {
+          last = clock::now();
+          continue;
+        }
+        if (io_.stopped()) return;
+        if (clock::now() - last >= spin) break;
+      }
+    }
+  }
+
   pid_t owner_ = ::getpid();
+  std::atomic<std::int64_t> spin_ns_{0};
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;

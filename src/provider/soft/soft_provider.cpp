@@ -18,6 +18,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -97,9 +99,29 @@ std::error_code bindable(const sockaddr* addr) noexcept {
 
 }  // namespace
 
+namespace {
+
+/// ARPMA_SOFT_PROGRESS_SPIN_US (0..1000000) in place of the default spin, for
+/// machines where a spinning progress thread costs more than it saves.
+std::chrono::microseconds progress_spin_from_env(std::chrono::microseconds fallback) {
+  const char* env = std::getenv("ARPMA_SOFT_PROGRESS_SPIN_US");  // NOLINT(concurrency-mt-unsafe)
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const long us = std::strtol(env, &end, 10);
+  if (*end != '\0' || us < 0 || us > 1000000) {
+    ARPMA_LOG(log_level::warning, "ARPMA_SOFT_PROGRESS_SPIN_US=%s ignored (0..1000000)", env);
+    return fallback;
+  }
+  return std::chrono::microseconds(us);
+}
+
+}  // namespace
+
 soft_provider::soft_provider()
     : device_(std::make_unique<device_storage>()),
-      next_qp_num_(std::random_device{}() & 0x7fffffu) {}
+      next_qp_num_(std::random_device{}() & 0x7fffffu) {
+  limits_.progress_spin = progress_spin_from_env(limits_.progress_spin);
+}
 
 soft_provider::~soft_provider() {
   const std::lock_guard lock(engine_mutex_);
@@ -112,8 +134,17 @@ soft_provider::~soft_provider() {
 
 soft_provider::engine& soft_provider::progress() {
   const std::lock_guard lock(engine_mutex_);
-  if (!engine_) engine_ = std::make_unique<engine>();
+  if (!engine_) {
+    engine_ = std::make_unique<engine>();
+    engine_->set_spin(limits_.progress_spin);
+  }
   return *engine_;
+}
+
+void soft_provider::set_limits(const limits& l) noexcept {
+  const std::lock_guard lock(engine_mutex_);
+  limits_ = l;
+  if (engine_) engine_->set_spin(l.progress_spin);
 }
 
 bool soft_provider::owns(const device* dev) const noexcept {

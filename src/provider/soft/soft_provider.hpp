@@ -117,8 +117,17 @@ class soft_provider : public provider {  // not final: tests override single cal
     /// neither answers nor polls the CQ again; the peer's send completes
     /// that much later at most.
     std::chrono::microseconds ack_delay{1000};
+    /// How long the progress thread keeps polling its sockets after its last
+    /// piece of work before it sleeps: a stream's next frames then find it
+    /// awake (no wake-up per batch), at the cost of up to this much CPU after
+    /// each burst. 0: it sleeps at once.
+    std::chrono::microseconds progress_spin{50};
   };
-  void set_limits(const limits& l) noexcept { limits_ = l; }
+  void set_limits(const limits& l) noexcept;
+  [[nodiscard]] limits current_limits() const noexcept {
+    const std::lock_guard lock(engine_mutex_);
+    return limits_;
+  }
 
   /// What every id of this provider adds to (for limits, tests and diagnostics).
   struct totals {
@@ -169,7 +178,7 @@ class soft_provider : public provider {  // not final: tests override single cal
   /// Before engine_, whose handlers may hold ids (that count in it) until it is gone.
   totals totals_;
   std::atomic<std::uint32_t> next_qp_num_;
-  std::mutex engine_mutex_;
+  mutable std::mutex engine_mutex_;
   std::unique_ptr<engine> engine_;
   std::chrono::milliseconds rnr_timeout_ = default_rnr_timeout;
   limits limits_;
