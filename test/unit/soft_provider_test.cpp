@@ -5,11 +5,14 @@
 #include "arpma/conn_req.hpp"
 #include "arpma/error.hpp"
 #include "arpma/peer.hpp"
+#include "support/provider_events.hpp"
+#include "support/raw_peer.hpp"
 
 #include <gtest/gtest.h>
 #include <librpma.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
@@ -204,12 +207,13 @@ bool all_in_state(const std::vector<std::string>& tids, char state,
   }
 }
 
-TEST_F(soft_provider_test, the_progress_thread_spins_after_work_then_sleeps) {
+TEST_F(soft_provider_test, the_progress_thread_spins_after_traffic_not_after_housekeeping) {
   auto l = soft.current_limits();
-  l.progress_spin = std::chrono::seconds(3);  // long enough to be seen under any load
+  l.progress_spin = std::chrono::seconds(5);  // long enough to be seen under any load
   soft.set_limits(l);
   const auto before = progress_threads();
-  // Listening starts the progress thread and gives it its first work.
+  // Listening starts the progress thread and gives it work that moves no
+  // bytes (the accept is only started).
   auto channel = soft.create_event_channel();
   ASSERT_TRUE(channel);
   auto id = soft.create_id(channel.value(), 0);
@@ -228,10 +232,20 @@ TEST_F(soft_provider_test, the_progress_thread_spins_after_work_then_sleeps) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_EQ(ours.size(), 1u) << "this provider's progress thread";
-  // Right after its work it keeps polling: running (or runnable), not asleep.
-  EXPECT_TRUE(all_in_state(ours, 'R', std::chrono::milliseconds(500)));
+  // No traffic, no spin: asleep well before the spin time would have passed.
+  EXPECT_TRUE(all_in_state(ours, 'S', std::chrono::milliseconds(2500)));
+  // A peer connects and sends its REQ: bytes moved, so it keeps polling.
+  const int peer = arpma::test::raw::raw_connect(soft.local_port(id.value()));
+  ASSERT_GE(peer, 0);
+  ASSERT_TRUE(arpma::test::raw::write_all(
+      peer, arpma::test::raw::wire_frame(1, {0xff, 0xff, 7, 7, 0, 0, 0, 1})));
+  const auto request = arpma::test::next_event(soft, channel.value(), std::chrono::seconds(5));
+  ASSERT_TRUE(request && request->type == arpma::provider::cm_event_type::connect_request);
+  EXPECT_TRUE(all_in_state(ours, 'R', std::chrono::milliseconds(1000)));
   // Nothing more comes: it goes to sleep once the spin time has passed.
-  EXPECT_TRUE(all_in_state(ours, 'S', std::chrono::seconds(10)));
+  EXPECT_TRUE(all_in_state(ours, 'S', std::chrono::seconds(15)));
+  ::close(peer);
+  EXPECT_FALSE(soft.destroy_id(request->id));
   EXPECT_FALSE(soft.destroy_id(id.value()));
   soft.destroy_event_channel(channel.value());
 }

@@ -4,6 +4,7 @@
 #include "provider/soft/soft_cm.hpp"
 
 #include "provider/handle_cast.hpp"
+#include "provider/soft/soft_traffic.hpp"
 #include "support/log.hpp"
 
 #include <netinet/in.h>
@@ -246,6 +247,7 @@ void read_request(const std::shared_ptr<incoming>& in) {
   });
   asio::async_read(in->socket, asio::buffer(in->header),
                    [in](const boost::system::error_code& ec, std::size_t /*n*/) {
+                     if (!ec) soft_traffic::note();
                      const auto h = ec ? std::nullopt : parse_header(in->header);
                      if (!h || h->type != frame_type::req) return in->drop();
                      in->payload.resize(h->length);
@@ -278,6 +280,7 @@ void accept_next(const id_ptr& listener) {
           return;
         }
         listener->accept_failing = false;
+        soft_traffic::note();
         if (listener->half_open >= listener->limits.half_open_per_listener) {
           // As many links as allowed have not sent their REQ yet: no more
           // memory or deadline for another one (it is closed unread).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "provider/soft/soft_provider.hpp"
+#include "provider/soft/soft_traffic.hpp"
 #include "support/log.hpp"
 
 #include <pthread.h>
@@ -62,25 +63,33 @@ class soft_provider::engine {
     }
   }
 
-  // A NIC does not sleep between two frames of a stream. Woken, the thread
-  // polls (epoll_wait with no timeout, through io_context::poll) until
-  // nothing has come for the spin time, so that the peer's next batch finds
-  // it awake instead of paying a wake-up; only then does it sleep. Idle links
-  // cost nothing: the spin starts only after work.
+  // A NIC does not sleep between two frames of a stream. Woken for traffic,
+  // the thread polls (epoll_wait with no timeout, through io_context::poll)
+  // until no traffic has come for the spin time, so that the peer's next batch
+  // finds it awake instead of paying a wake-up; only then does it sleep. What
+  // moves no bytes (a timer's tick, a post from an application thread) neither
+  // starts a spin nor extends one: idle links cost nothing, and a link whose
+  // ack ticker runs on after its traffic does not keep a core busy for it.
   void loop() {
     using clock = std::chrono::steady_clock;
+    std::uint64_t seen = soft_traffic::moved;
     while (io_.run_one() > 0) {
       const std::chrono::nanoseconds spin(spin_ns_.load(std::memory_order_relaxed));
-      if (spin.count() <= 0) continue;
+      if (spin.count() <= 0 || soft_traffic::moved == seen) {
+        seen = soft_traffic::moved;
+        continue;
+      }
       auto last = clock::now();
       for (;;) {
-        if (io_.poll() > 0) {
+        seen = soft_traffic::moved;
+        if (io_.poll() > 0 && soft_traffic::moved != seen) {
           last = clock::now();
           continue;
         }
         if (io_.stopped()) return;
         if (clock::now() - last >= spin) break;
       }
+      seen = soft_traffic::moved;
     }
   }
 

@@ -11,6 +11,7 @@
 
 #include "provider/soft/soft_cm.hpp"
 #include "provider/soft/soft_memory.hpp"
+#include "provider/soft/soft_traffic.hpp"
 
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -98,6 +99,7 @@ fill_result fill(soft_id& id, std::size_t frame_size, std::size_t limit) {
     n = ::recv(id.tx_fd, id.rx.data() + id.rx_end, want, MSG_DONTWAIT);
   }
   if (n > 0) {
+    soft_traffic::note();
     id.rx_end += static_cast<std::size_t>(n);
     id.rx_short = static_cast<std::size_t>(n) < want;
     return fill_result::data;
@@ -303,6 +305,7 @@ fill_result place_more(const id_ptr& id) {
     n = ::recvmsg(id->tx_fd, &msg, MSG_DONTWAIT);
     err = errno;
   }
+  if (n > 0) soft_traffic::note();
   if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR))
     return fill_result::would_block;
   if (n < 0 && err == EFAULT && !p.refused) {

@@ -4,6 +4,7 @@
 #include "provider/soft/soft_link.hpp"
 
 #include "provider/soft/soft_memory.hpp"
+#include "provider/soft/soft_traffic.hpp"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -129,6 +130,7 @@ std::size_t send_now(int fd, const std::array<byte_span, 3>& parts) noexcept {
     message.msg_iovlen = count;
     const ssize_t n = ::sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
+      soft_traffic::note();
       done += static_cast<std::size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
@@ -457,6 +459,7 @@ void write_borrowed(const id_ptr& id) {
         err = wait ? 0 : errno;
         break;
       }
+      if (n > 0) soft_traffic::note();
       id->out_offset += static_cast<std::size_t>(n);
       if (id->out_offset == f.borrowed) {
         pop_written(*id);
@@ -516,7 +519,8 @@ void write_next(const id_ptr& id) {
     }
   }
   asio::async_write(reactor_socket(*id), buffers, whole_writes,
-                    [id](const boost::system::error_code& ec, std::size_t /*n*/) {
+                    [id](const boost::system::error_code& ec, std::size_t n) {
+                      if (n > 0) soft_traffic::note();
                       {
                         const std::lock_guard lock(id->tx_mutex);
                         for (; id->in_flight > 0 && !id->out.empty(); --id->in_flight)
