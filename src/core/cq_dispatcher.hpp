@@ -112,6 +112,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   void drain_shared();
   void drain_cqs();
   void drain_into(std::span<provider::work_completion> batch);
+  /// `since`: when the budget started; the epoch (from kick) for now.
   void busy_poll(std::chrono::steady_clock::time_point since);
   void deliver(const provider::work_completion& wc);
   /// Completes every waiting operation with operation_aborted, each from
