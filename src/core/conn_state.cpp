@@ -278,6 +278,16 @@ void conn_state::note(const provider::cm_event& event) {
                             event.private_data.begin() + event.private_data_len);
       break;
     case type::disconnected:
+      // A passive side can hear the peer's DREQ before its ESTABLISHED: the
+      // client's RTU was lost or overtaken (seen once on rxe, a client that
+      // disconnects as soon as it is connected), and rdma_cm then skips
+      // ESTABLISHED (its id goes from CONNECT to DISCONNECT). A DREQ is only
+      // sent from ESTABLISHED, so the peer was connected: the connection was
+      // established, and is over. The accept succeeds; this event follows.
+      if (passive && phase == conn_phase::connecting) {
+        ARPMA_LOG(log_level::notice, "DISCONNECTED before ESTABLISHED: the peer's RTU was lost");
+        phase = conn_phase::connected;
+      }
       // The peer asked (DREQ): answer at once, so its own disconnect completes
       // now instead of after the CM's DREQ timeout (seconds on rxe). librpma
       // leaves this to the program's rpma_conn_disconnect after CLOSED, which

@@ -71,6 +71,11 @@ class connect_op final : public parked_op<connect_op, connection>, public conn_w
       const auto ev = state_->inbox.front();
       state_->inbox.pop_front();
       if (ev.type == provider::cm_event_type::established) return succeed();
+      if (ev.type == provider::cm_event_type::disconnected && state_->passive &&
+          state_->phase == conn_phase::connected) {
+        state_->inbox.push_front(ev);  // established, then over (conn_state::note)
+        return succeed();
+      }
       if (auto ec = connect_failure(ev)) {
         ARPMA_LOG(log_level::notice, "connecting: %s", provider::to_string(ev.type));
         return fail(ec);

@@ -346,6 +346,38 @@ TEST_F(endpoint_test, accepting_a_request_connects_it_with_the_private_data) {
   EXPECT_EQ(out.conn.close(), std::error_code());
 }
 
+// The client's RTU lost or overtaken: rdma_cm gives the passive side the
+// peer's DISCONNECTED (its DREQ) without ESTABLISHED. A DREQ comes only from
+// a connected peer, so the accept succeeds, the DREQ is answered, and the
+// connection's first event is CLOSED (librpma's server would read CLOSED too).
+TEST_F(endpoint_test, an_accept_that_hears_the_peers_disconnect_first_connects_then_closes) {
+  auto ep = listen();
+  auto req = take_request(ep);
+  fake.on_accept({{event::disconnected}});
+  (void)fake.take_calls();
+  connect_outcome out;
+  req.async_connect({}, [&out](arpma::error_code ec, arpma::connection conn) {
+    out.ec = ec;
+    out.async_ec = ec;
+    out.conn = std::move(conn);
+    ++out.calls;
+  });
+  ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
+  ASSERT_FALSE(out.ec) << out.ec.message();
+  ASSERT_TRUE(out.conn);
+  EXPECT_THAT(fake.take_calls(), ElementsAre("accept", "disconnect"))
+      << "the peer's DREQ is answered at once, as on a connected connection";
+  std::optional<arpma::conn_event> first;
+  out.conn.async_next_event([&](arpma::error_code ec, arpma::conn_event ev) {
+    EXPECT_FALSE(ec) << ec.message();
+    first = ev;
+  });
+  ASSERT_TRUE(run_until([&] { return first.has_value(); })) << "timed out";
+  EXPECT_EQ(*first, arpma::conn_event::closed);
+  EXPECT_EQ(ep.shutdown(), std::error_code());
+  EXPECT_EQ(out.conn.close(), std::error_code());
+}
+
 TEST_F(endpoint_test, a_failed_accept_rejects_and_destroys_the_request) {
   auto ep = listen();
   auto req = take_request(ep);
