@@ -174,6 +174,10 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
   const auto start = clock::now();
   if (since == clock::time_point{}) since = start;  // from kick(): a fresh budget
   auto slice_end = start + slice;
+  const auto restart = [&](clock::time_point now) {  // progress: budget and slice start again
+    since = now;
+    slice_end = now + slice;
+  };
   bool progressed = false;  // since the last reading of the clock
   for (int served = 0;;) {
     if (closed_) return;
@@ -184,19 +188,17 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
       busy_polling_ = false;
       return;
     }
-    if (dispatched_ != before) {  // progress: the budget and the slice start again
+    if (dispatched_ != before) {
       progressed = true;
       if (++served % busy_progress_rounds != 0) continue;
       const auto now = clock::now();
-      since = now;
-      slice_end = now + slice;
+      restart(now);
       progressed = false;
       if (now - start < slice) continue;
     } else {
       const auto now = clock::now();
       if (std::exchange(progressed, false)) {
-        since = now;
-        slice_end = now + slice;
+        restart(now);
         continue;
       }
       if (now - since >= busy_budget_) break;

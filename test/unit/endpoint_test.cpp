@@ -111,6 +111,17 @@ class endpoint_test : public ::testing::Test {
     return std::move(out.req);
   }
 
+  /// Accepts `req` with `pdata`; `out` records the outcome.
+  static void accept(arpma::conn_req& req, connect_outcome& out,
+                     std::vector<std::uint8_t> pdata = {}) {
+    req.async_connect(std::move(pdata), [&out](arpma::error_code ec, arpma::connection conn) {
+      out.ec = ec;
+      out.async_ec = ec;
+      out.conn = std::move(conn);
+      ++out.calls;
+    });
+  }
+
   std::size_t pd_only() const { return 1; }
 
   fake_provider fake;
@@ -323,12 +334,7 @@ TEST_F(endpoint_test, accepting_a_request_connects_it_with_the_private_data) {
   (void)fake.take_calls();
   const std::vector<std::uint8_t> reply{4, 2};
   connect_outcome out;
-  req.async_connect(reply, [&out](arpma::error_code ec, arpma::connection conn) {
-    out.ec = ec;
-    out.async_ec = ec;
-    out.conn = std::move(conn);
-    ++out.calls;
-  });
+  accept(req, out, reply);
   ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   ASSERT_TRUE(out.conn);
@@ -356,12 +362,7 @@ TEST_F(endpoint_test, an_accept_that_hears_the_peers_disconnect_first_connects_t
   fake.on_accept({{event::disconnected}});
   (void)fake.take_calls();
   connect_outcome out;
-  req.async_connect({}, [&out](arpma::error_code ec, arpma::connection conn) {
-    out.ec = ec;
-    out.async_ec = ec;
-    out.conn = std::move(conn);
-    ++out.calls;
-  });
+  accept(req, out);
   ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   ASSERT_TRUE(out.conn);
@@ -384,12 +385,7 @@ TEST_F(endpoint_test, a_failed_accept_rejects_and_destroys_the_request) {
   (void)fake.take_calls();
   fake.fail("accept", EIO);
   connect_outcome out;
-  req.async_connect({}, [&out](arpma::error_code ec, arpma::connection conn) {
-    out.ec = ec;
-    out.async_ec = ec;
-    out.conn = std::move(conn);
-    ++out.calls;
-  });
+  accept(req, out);
   ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   EXPECT_EQ(out.ec, arpma::errc::provider);
   EXPECT_EQ(out.ec.value(), EIO);
@@ -448,12 +444,7 @@ TEST_P(endpoint_pending_events, go_to_the_request_not_the_endpoint) {
   ASSERT_TRUE(run_until([&] { return out.calls == 1; })) << "timed out";
   ASSERT_FALSE(out.ec) << out.ec.message();
   connect_outcome conn;
-  out.req.async_connect({}, [&conn](arpma::error_code ec, arpma::connection c) {
-    conn.ec = ec;
-    conn.async_ec = ec;
-    conn.conn = std::move(c);
-    ++conn.calls;
-  });
+  accept(out.req, conn);
   ASSERT_TRUE(run_until([&] { return conn.calls == 1; })) << "timed out";
   EXPECT_EQ(conn.ec, std::errc::connection_aborted) << "the request saw its CONNECT_ERROR";
   // And the endpoint serves the next one.
@@ -582,12 +573,7 @@ TEST_F(endpoint_test, destroying_the_io_context_while_accepting_releases_the_req
   auto req = take_request(ep);
   fake.on_accept({});  // ESTABLISHED never comes
   connect_outcome out;
-  req.async_connect({}, [&out](arpma::error_code ec, arpma::connection conn) {
-    out.ec = ec;
-    out.async_ec = ec;
-    out.conn = std::move(conn);
-    ++out.calls;
-  });
+  accept(req, out);
   settle();
   ASSERT_THAT(fake.calls(), ::testing::Contains("accept"));
   io.reset();

@@ -87,9 +87,8 @@ class soft_provider::engine {
           continue;
         }
         if (io_.stopped()) return;
-        if (clock::now() - last >= spin) break;
+        if (clock::now() - last >= spin) break;  // the last poll moved nothing: seen is current
       }
-      seen = soft_traffic::moved;
     }
   }
 
