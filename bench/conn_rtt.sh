@@ -18,7 +18,7 @@
 #     (rpma_conn_req_new + rpma_conn_req_connect + ESTABLISHED + disconnect + CLOSED);
 #   - Debian's librpma running the same program (verbs only: it has no soft provider);
 #   - the C++ path (bench/conn_setup_bench) with 1, 16 and 64 connections in flight on one
-#     thread.
+#     thread (IN_FLIGHT="1 4 16 ..." for other counts).
 # Every measurement is one server process and one client process on a port of its own; the
 # client first makes one untimed connection that waits for its server (on two nodes both sides
 # go through the same list in the same order). The client's side prints one line per
@@ -44,6 +44,8 @@ if [[ $side == netns ]]; then
     echo "network namespaces: setup failed" >&2
     exit 1
   fi
+  # gone again at the end, so that the next run in the same guest can set them up
+  trap 'ip netns del arpma_a; ip netns del arpma_b' EXIT
   default_providers=soft
 else
   addr=${NODE_SERVER_IP:?"run me through test/vm/run-two-nodes.sh"}
@@ -51,9 +53,11 @@ else
 fi
 rounds=${ROUNDS:-3}
 read -r -a delays <<<"${DELAYS:-0 200us 2ms}"
-# connections per measurement: sequential, then 1, 16, 64 in flight
+# connections per measurement: sequential, then the C++ path with each count of IN_FLIGHT
+# (default "1 16 64"; one in flight makes N_SEQ connections, more make N_MANY)
 n_seq=${N_SEQ:-40}
-declare -A n_in_flight=([1]=${N_SEQ:-40} [16]=${N_MANY:-200} [64]=${N_MANY:-200})
+read -r -a in_flight <<<"${IN_FLIGHT:-1 16 64}"
+n_of() { if [[ $1 == 1 ]]; then echo "$n_seq"; else echo "${N_MANY:-200}"; fi; }
 prog=$build/bench/librpma_compare
 port=7500
 failed=0
@@ -130,9 +134,9 @@ for provider in "${providers[@]}"; do
       if [[ $provider == verbs ]]; then
         measure "$provider $delay librpma sequential" "$prog" "$addr" "$port" connect "$n_seq"
       fi
-      for k in 1 16 64; do
+      for k in "${in_flight[@]}"; do
         measure "$provider $delay C++ $k in flight" \
-          "$build/bench/conn_setup_bench" "$addr" "$port" "${n_in_flight[$k]}" "$k" --role
+          "$build/bench/conn_setup_bench" "$addr" "$port" "$(n_of "$k")" "$k" --role
       done
     done
   done
@@ -141,16 +145,26 @@ set_delay 0
 
 if [[ $side != server ]]; then
   echo "medians of $rounds rounds, connections/s (one-way delay D on each end of the link):"
-  echo "| provider | delay | C sequential | librpma sequential | C++ 1 | C++ 16 | C++ 64 | 64 / C sequential |"
+  # the ratio's numerator: 64 in flight, or the most IN_FLIGHT measured
+  top=64
+  [[ " ${in_flight[*]} " == *" 64 "* ]] || top=${in_flight[-1]}
+  header="| provider | delay | C sequential | librpma sequential |"
+  for k in "${in_flight[@]}"; do header+=" C++ $k |"; done
+  echo "$header $top / C sequential |"
   for provider in "${providers[@]}"; do
     for delay in "${delays[@]}"; do
-      row=()
-      for what in "C sequential" "librpma sequential" "C++ 1 in flight" "C++ 16 in flight" "C++ 64 in flight"; do
+      line="| $provider | $delay |"
+      seq_median=- top_median=-
+      for what in "C sequential" "librpma sequential" "${in_flight[@]}"; do
+        [[ $what =~ ^[0-9]+$ ]] && what="C++ $what in flight"
         v=${results["$provider $delay $what"]:-}
-        row+=("$([[ -n $v ]] && tr ' ' '\n' <<<"$v" | grep . | median || echo -)")
+        m=$([[ -n $v ]] && tr ' ' '\n' <<<"$v" | grep . | median || echo -)
+        line+=" $m |"
+        [[ $what == "C sequential" ]] && seq_median=$m
+        [[ $what == "C++ $top in flight" ]] && top_median=$m
       done
-      ratio=$(awk -v a="${row[4]}" -v b="${row[0]}" 'BEGIN { if (b > 0 && a != "-") printf "%.1f", a / b; else print "-" }')
-      echo "| $provider | $delay | ${row[0]} | ${row[1]} | ${row[2]} | ${row[3]} | ${row[4]} | $ratio |"
+      ratio=$(awk -v a="$top_median" -v b="$seq_median" 'BEGIN { if (b > 0 && a != "-") printf "%.1f", a / b; else print "-" }')
+      echo "$line $ratio |"
     done
   done
 fi
