@@ -1,7 +1,8 @@
 // The link of a soft cm id: the TCP connection that carries its frames.
 // Sending (framing, the writer, acknowledgements: soft_link_tx.cpp) may run on
 // any thread under the id's tx_mutex; receiving (the frame pump, RNR waits,
-// frame deadlines: soft_link_rx.cpp) under its rx_mutex, on the progress thread
+// frame deadlines: soft_link_rx.cpp; large payloads placed as they arrive:
+// soft_link_place.cpp) under its rx_mutex, on the progress thread
 // or on an application thread polling a CQ. The connection manager
 // (soft_cm.cpp) drives the link's life.
 #pragma once
