@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -198,6 +199,17 @@ class soft_pair : public ::testing::Test {
     soft.set_limits(l);
   }
 
+  /// `n` bytes of `fill` owned by the fixture, for regions of large
+  /// transfers: they outlive TearDown's deregistration, as RDMA asks of
+  /// registered memory. A test's own vector dies first, and the progress
+  /// thread may still be in the send() that carried a completed operation's
+  /// payload: the kernel has copied it, but ASan checks the range after the
+  /// call returns, and only deregistration waits for that (it takes the MR
+  /// table's lock, which the sender holds).
+  std::vector<std::uint8_t>& memory(std::size_t n, std::uint8_t fill = 0) {
+    return memory_.emplace_back(n, fill);
+  }
+
   prov::mr* reg(side& s, void* p, std::size_t n, int access = all_access) {
     auto m = soft.reg_mr(s.pd, p, n, access);
     EXPECT_TRUE(m) << m.error().message();
@@ -245,6 +257,7 @@ class soft_pair : public ::testing::Test {
 
  private:
   prov::device* dev_ = nullptr;
+  std::deque<std::vector<std::uint8_t>> memory_;  // a deque: references stay valid
 };
 
 }  // namespace arpma::test

@@ -140,10 +140,10 @@ TEST_F(soft_datapath_test, reads_past_the_initiator_depth_wait_their_turn_in_ord
   connect({.max_send_wr = 64});
   constexpr std::size_t reads = 40;
   constexpr std::size_t piece = 1024;
-  std::vector<std::uint8_t> target(reads * piece);
+  auto& target = memory(reads * piece);
   for (std::size_t i = 0; i < target.size(); ++i) target[i] = static_cast<std::uint8_t>(i * 13);
-  std::vector<std::uint8_t> back(target.size(), 0);
-  std::vector<std::uint8_t> src(piece, 0x77);
+  auto& back = memory(target.size(), 0);
+  auto& src = memory(piece, 0x77);
   prov::mr* tmr = reg(b, target.data(), target.size());
   prov::mr* bmr = reg(a, back.data(), back.size());
   prov::mr* smr = reg(a, src.data(), src.size());
@@ -167,10 +167,10 @@ TEST_F(soft_datapath_test, reads_past_the_initiator_depth_wait_their_turn_in_ord
 TEST_F(soft_datapath_test, the_largest_messages_arrive_whole_and_larger_ones_are_einval) {
   connect();
   constexpr std::size_t max = std::size_t{8} << 20;
-  std::vector<std::uint8_t> src(max + 1);
+  auto& src = memory(max + 1);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 131 + 7);
-  std::vector<std::uint8_t> target(2 * max, 0);
-  std::vector<std::uint8_t> back(max, 0);
+  auto& target = memory(2 * max, 0);
+  auto& back = memory(max, 0);
   prov::mr* smr = reg(a, src.data(), src.size());
   prov::mr* bmr = reg(a, back.data(), back.size());
   prov::mr* tmr = reg(b, target.data(), target.size());
@@ -197,8 +197,8 @@ TEST_F(soft_datapath_test, a_stream_of_large_writes_places_every_byte) {
   connect({.max_send_wr = 16, .max_recv_wr = 16});
   constexpr std::size_t chunk = 64 << 10;
   constexpr std::size_t count = 96;
-  std::vector<std::uint8_t> src(16 * chunk);
-  std::vector<std::uint8_t> target(count * chunk, 0);
+  auto& src = memory(16 * chunk);
+  auto& target = memory(count * chunk, 0);
   prov::mr* smr = reg(a, src.data(), src.size());
   prov::mr* tmr = reg(b, target.data(), target.size());
   std::size_t posted = 0;
@@ -243,8 +243,8 @@ TEST_F(soft_datapath_test, atomic_write_places_8_aligned_bytes_and_refuses_misal
 
 TEST_F(soft_datapath_test, flush_completes_after_the_writes_before_it_and_checks_access) {
   connect();
-  std::vector<std::uint8_t> target(1 << 20, 0);
-  std::vector<std::uint8_t> src(64 << 10, 0x42);
+  auto& target = memory(1 << 20, 0);
+  auto& src = memory(64 << 10, 0x42);
   prov::mr* tmr = reg(b, target.data(), target.size());
   prov::mr* smr = reg(a, src.data(), src.size());
   const std::uint32_t rkey = soft.mr_rkey(tmr);
