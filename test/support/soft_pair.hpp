@@ -209,6 +209,10 @@ class soft_pair : public ::testing::Test {
   std::vector<std::uint8_t>& memory(std::size_t n, std::uint8_t fill = 0) {
     return memory_.emplace_back(n, fill);
   }
+  /// The same, with guard bytes around it.
+  guarded& guarded_memory(std::size_t n, std::uint8_t fill = 0) {
+    return guarded_.emplace_back(n, fill);
+  }
 
   prov::mr* reg(side& s, void* p, std::size_t n, int access = all_access) {
     auto m = soft.reg_mr(s.pd, p, n, access);
@@ -257,7 +261,8 @@ class soft_pair : public ::testing::Test {
 
  private:
   prov::device* dev_ = nullptr;
-  std::deque<std::vector<std::uint8_t>> memory_;  // a deque: references stay valid
+  std::deque<std::vector<std::uint8_t>> memory_;  // deques: references stay valid
+  std::deque<guarded> guarded_;
 };
 
 }  // namespace arpma::test

@@ -128,8 +128,8 @@ class soft_borrowed_tail_pair : public arpma::test::soft_pair {
 // each waiting in its own source region, and land whole and in order.
 TEST_F(soft_borrowed_tail_pair, queued_large_writes_land_whole) {
   connect();
-  guarded src(piece * count, 0);
-  guarded dst(piece * count, 0);
+  guarded& src = guarded_memory(piece * count);
+  guarded& dst = guarded_memory(piece * count);
   for (std::size_t i = 0; i < src.size(); ++i)
     src.data()[i] = static_cast<std::uint8_t>(i / piece + i * 13);
   auto* smr = reg(a, src.data(), src.size());
@@ -145,10 +145,10 @@ TEST_F(soft_borrowed_tail_pair, queued_large_writes_land_whole) {
 // its payload (it used to lose it when the ACKs could not go out first).
 TEST_F(soft_borrowed_tail_pair, large_writes_both_ways_at_once_land_whole) {
   connect();
-  guarded a_src(piece * count, 0);
-  guarded b_src(piece * count, 0);
-  guarded a_dst(piece * count, 0);
-  guarded b_dst(piece * count, 0);
+  guarded& a_src = guarded_memory(piece * count);
+  guarded& b_src = guarded_memory(piece * count);
+  guarded& a_dst = guarded_memory(piece * count);
+  guarded& b_dst = guarded_memory(piece * count);
   for (std::size_t i = 0; i < a_src.size(); ++i) {
     a_src.data()[i] = static_cast<std::uint8_t>(i % 251);
     b_src.data()[i] = static_cast<std::uint8_t>(i % 241 + 7);

@@ -100,7 +100,7 @@ TEST_F(soft_datapath_test, send_and_send_with_imm_land_in_posted_receives) {
 
 TEST_F(soft_datapath_test, write_read_and_write_with_imm) {
   connect();
-  std::vector<std::uint8_t> target(8192, 0);
+  auto& target = memory(8192, 0);
   std::vector<std::uint8_t> src(4096);
   std::vector<std::uint8_t> back(4096, 0);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7);
@@ -858,7 +858,7 @@ class soft_datapath_processes : public soft_datapath_test {
 };
 
 TEST_F(soft_datapath_processes, write_send_and_read_across_two_processes) {
-  guarded target(4096, 0);
+  guarded& target = guarded_memory(4096);
   std::array<char, 16> in{};
   make_objects(b);
   prov::mr* tmr = reg(b, target.data(), target.size());
@@ -894,7 +894,7 @@ TEST_F(soft_datapath_processes, write_send_and_read_across_two_processes) {
 }
 
 TEST_F(soft_datapath_processes, a_peer_killed_mid_transfer_flushes_and_disconnects) {
-  guarded target(4096, 0);
+  guarded& target = guarded_memory(4096);
   make_objects(b);
   prov::mr* tmr = reg(b, target.data(), target.size());
   region_desc mine{addr_of(target.data()), soft.mr_rkey(tmr)};

@@ -217,8 +217,8 @@ class soft_large_frames_pair : public arpma::test::soft_pair {};
 TEST_F(soft_large_frames_pair, large_sends_land_whole_in_their_receives) {
   connect();
   constexpr std::size_t len = std::size_t{256} << 10;
-  guarded src(len, 0);
-  guarded dst(2 * len, 0);
+  guarded& src = guarded_memory(len);
+  guarded& dst = guarded_memory(2 * len);
   auto* smr = reg(a, src.data(), src.size());
   auto* dmr = reg(b, dst.data(), dst.size());
   for (std::uint8_t round = 1; round <= 8; ++round) {
@@ -251,8 +251,8 @@ TEST_F(soft_large_frames_pair, large_reads_land_whole_in_their_buffers) {
   connect();
   constexpr std::size_t len = std::size_t{4} << 20;
   constexpr std::uint8_t rounds = 4;
-  guarded remote(rounds * len, 0);
-  guarded local(len, 0);
+  guarded& remote = guarded_memory(rounds * len);
+  guarded& local = guarded_memory(len);
   auto* rmr = reg(b, remote.data(), remote.size());
   auto* lmr = reg(a, local.data(), local.size());
   for (std::uint8_t round = 1; round <= rounds; ++round) {

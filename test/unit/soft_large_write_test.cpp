@@ -105,8 +105,8 @@ class soft_large_write_pair : public arpma::test::soft_pair {};
 // Between two soft ends: posted, placed and completed as any WRITE.
 TEST_F(soft_large_write_pair, a_1_mib_write_lands_whole_round_after_round) {
   connect();
-  guarded src(std::size_t{1} << 20, 0xab);
-  guarded dst(std::size_t{1} << 20, 0x00);
+  guarded& src = guarded_memory(std::size_t{1} << 20, 0xab);
+  guarded& dst = guarded_memory(std::size_t{1} << 20, 0x00);
   auto* smr = reg(a, src.data(), src.size());
   auto* dmr = reg(b, dst.data(), dst.size());
   for (std::uint8_t round = 0; round < 4; ++round) {

@@ -138,8 +138,8 @@ TEST_F(soft_link_lease_test, writes_that_fill_the_socket_go_out_while_the_link_i
   // queues for the progress thread's writer, which needs the socket back.
   constexpr std::size_t piece = std::size_t{1} << 20;
   constexpr int depth = 16;
-  std::vector<std::uint8_t> big(piece * depth, 0x3c);
-  std::vector<std::uint8_t> far(piece * depth, 0);
+  auto& big = memory(piece * depth, 0x3c);
+  auto& far = memory(piece * depth, 0);
   prov::mr* big_mr = reg(a, big.data(), big.size());
   prov::mr* far_mr = reg(b, far.data(), far.size());
   for (int i = 0; i < depth; ++i) {
