@@ -37,7 +37,7 @@ void histogram::record(std::uint64_t ns) noexcept {
   ++count_;
   min_ = std::min(min_, ns);
   max_ = std::max(max_, ns);
-  sum_ += static_cast<long double>(ns);
+  sum_ += ns;
 }
 
 void histogram::merge(const histogram& other) noexcept {
@@ -49,7 +49,7 @@ void histogram::merge(const histogram& other) noexcept {
 }
 
 double histogram::mean() const noexcept {
-  return count_ != 0 ? static_cast<double>(sum_ / static_cast<long double>(count_)) : 0.0;
+  return count_ != 0 ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0;
 }
 
 std::uint64_t histogram::percentile(double p) const noexcept {

@@ -33,7 +33,9 @@ class histogram {
   std::uint64_t count_ = 0;
   std::uint64_t min_ = UINT64_MAX;
   std::uint64_t max_ = 0;
-  long double sum_ = 0;
+  // Integer nanoseconds (584 years before it wraps): long double's x87 arithmetic, per
+  // operation, is slow on an emulated CPU, where the round trips are measured.
+  std::uint64_t sum_ = 0;
 };
 
 /// One message size's figures.
