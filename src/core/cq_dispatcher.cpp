@@ -115,7 +115,7 @@ void cq_dispatcher::kick() {
   if (busy_budget_.count() > 0) {
     busy_polling_ = true;
     // (No clock reading here: the poll's start is its budget's start.)
-    asio::post(ex_, [self = shared_from_this()] { self->busy_poll({}); });
+    post_busy_poll({});
     return;
   }
   watch_all();
@@ -204,11 +204,15 @@ void cq_dispatcher::busy_poll(std::chrono::steady_clock::time_point since) {
       if (now - since >= busy_budget_) break;
       if (now < slice_end) continue;
     }
-    asio::post(ex_, [self = shared_from_this(), since] { self->busy_poll(since); });
+    post_busy_poll(since);
     return;
   }
   busy_polling_ = false;
   watch_all();  // out of budget: sleep on the fds
+}
+
+void cq_dispatcher::post_busy_poll(std::chrono::steady_clock::time_point since) {
+  post_in_slot(ex_, poll_slot_, [self = shared_from_this(), since] { self->busy_poll(since); });
 }
 
 void cq_dispatcher::adopt(channel& ch) {
@@ -223,13 +227,13 @@ void cq_dispatcher::watch(channel& ch) {
   ch.waiting = true;
   if (!ch.fd) adopt(ch);
   when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native),
-                [self = shared_from_this(), &ch](const std::error_code& ec) {
+                in_slot(ch.wait_slot, [self = shared_from_this(), &ch](const std::error_code& ec) {
                   if (ec) {
                     ch.waiting = false;
                     return;
                   }
                   self->on_readable(ch);
-                });
+                }));
 }
 
 void cq_dispatcher::on_readable(channel& ch) {

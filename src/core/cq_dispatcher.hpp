@@ -8,6 +8,7 @@
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
 #include "core/comp_channel_state.hpp"
+#include "core/op_slot.hpp"
 #include "provider/provider.hpp"
 
 #include <array>
@@ -95,6 +96,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
       if (fd) fd->release();
     }
     provider::comp_channel* native = nullptr;
+    op_slot wait_slot;  ///< the fd's one wait (before fd: it outlives the wait fd cancels)
     std::optional<asio::posix::stream_descriptor> fd;
     bool waiting = false;
     bool nonblocking = false;  ///< made so by adopt(): reads need no poll(2) first
@@ -114,6 +116,9 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   void drain_into(std::span<provider::work_completion> batch);
   /// `since`: when the budget started; the epoch (from kick) for now.
   void busy_poll(std::chrono::steady_clock::time_point since);
+  /// Queues busy_poll(since) behind the loop's other handlers, in poll_slot_
+  /// (kick's start and the poll's yield: one at a time).
+  void post_busy_poll(std::chrono::steady_clock::time_point since);
   void deliver(const provider::work_completion& wc);
   /// Completes every waiting operation with operation_aborted, each from
   /// the executor's queue (never inside the call that closed them).
@@ -145,6 +150,7 @@ class cq_dispatcher final : public std::enable_shared_from_this<cq_dispatcher>,
   bool draining_ = false;
   std::chrono::microseconds busy_budget_{0};
   bool busy_polling_ = false;
+  op_slot poll_slot_;  ///< busy_poll's queued turn
   bool closed_ = false;
   bool registered_ = false;  ///< register_channels ran
   bool unarmed_ = false;     ///< a CQ could not be re-armed: nothing can wait for it any more

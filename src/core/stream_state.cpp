@@ -249,12 +249,14 @@ void stream_state::arm_wait() {
   if (cfg_.busy_poll.count() > 0 && !lingering_ &&
       std::chrono::steady_clock::now() - last_progress_ < cfg_.busy_poll) {
     spinning_ = true;
-    asio::post(ex_, [self = shared_from_this()] { self->spin(); });
+    post_in_slot(ex_, spin_slot_, [self = shared_from_this()] { self->spin(); });
     return;
   }
   waiting_ = true;
   fd_->async_wait(asio::posix::stream_descriptor::wait_read,
-                  [self = shared_from_this()](const error_code& ec) { self->on_readable(ec); });
+                  in_slot(wait_slot_, [self = shared_from_this()](const error_code& ec) {
+                    self->on_readable(ec);
+                  }));
 }
 
 void stream_state::on_readable(const error_code& ec) {

@@ -11,6 +11,7 @@
 
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
+#include "core/op_slot.hpp"
 #include "core/watchers.hpp"
 #include "provider/provider.hpp"
 
@@ -153,6 +154,8 @@ class stream_state : public std::enable_shared_from_this<stream_state>,
   // stream's life: a wait costs no allocation and no epoll_ctl(ADD/DEL).
   provider::provider* prov_ = nullptr;
   provider::comp_channel* channel_ = nullptr;
+  op_slot wait_slot_;  ///< fd_'s one wait (declared first: it outlives what fd_ cancels)
+  op_slot spin_slot_;  ///< the busy poll's queued turn
   std::optional<asio::posix::stream_descriptor> fd_;
   // The connection's event channel, held (watched) while an operation waits,
   // so a peer that dies or disconnects is heard of on every provider (rxe's

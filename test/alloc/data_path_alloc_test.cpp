@@ -3,7 +3,8 @@
 // has an associated allocator, co_await cq::async_wait with poll, and
 // rpma_write + rpma_cq_get_wc, on the
 // instant provider (every work request completes at once, so only arpma's
-// own code runs). Allocations are counted by a replaced global operator new.
+// own code runs). Allocations are counted at the replaced malloc family, where
+// operator new and Asio's own aligned_alloc both end.
 #include "support/counting_new.hpp"
 
 #include "arpma/conn_req.hpp"

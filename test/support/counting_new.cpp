@@ -1,56 +1,78 @@
-// The replaced global allocation functions (their own translation unit, so
-// the compiler never sees malloc and operator delete paired inline).
+// Allocations counted where every path ends: the C allocator's entry points,
+// replaced for the whole process (glibc supports that) and forwarded to
+// glibc's own. Counting only a replaced operator new missed Asio's recycling
+// allocator, which falls back to aligned_alloc when its per-thread cache has
+// no block to give (and so did a coroutine frame past what it recycles).
+// libstdc++'s operator new calls malloc, and its aligned form aligned_alloc,
+// so those are counted too. Not under sanitizers, which own these symbols.
 #include "support/counting_new.hpp"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp,cppcoreguidelines-no-malloc)
+extern "C" {
+void* __libc_malloc(std::size_t n);
+void* __libc_calloc(std::size_t count, std::size_t n);
+void* __libc_realloc(void* p, std::size_t n);
+void* __libc_memalign(std::size_t align, std::size_t n);
+void* __libc_valloc(std::size_t n);
+void* __libc_pvalloc(std::size_t n);
+void __libc_free(void* p);
+}
 
 namespace {
 std::atomic<std::uint64_t> all_count{0};
-thread_local std::uint64_t thread_count = 0;
+thread_local std::uint64_t thread_count = 0;  // trivial: no allocation of its own
 
-void* counted(std::size_t n) {
+void count() noexcept {
   ++thread_count;
   all_count.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);  // NOLINT(cppcoreguidelines-no-malloc)
-}
-void* counted_aligned(std::size_t n, std::align_val_t a) {
-  ++thread_count;
-  all_count.fetch_add(1, std::memory_order_relaxed);
-  const auto align = static_cast<std::size_t>(a);
-  return std::aligned_alloc(align, (n + align - 1) / align * align);
 }
 }  // namespace
 
-void* operator new(std::size_t n) {
-  if (void* p = counted(n)) return p;
-  throw std::bad_alloc();
+extern "C" {
+void* malloc(std::size_t n) noexcept {
+  count();
+  return __libc_malloc(n);
 }
-void* operator new[](std::size_t n) {
-  if (void* p = counted(n)) return p;
-  throw std::bad_alloc();
+void* calloc(std::size_t count_of, std::size_t n) noexcept {
+  count();
+  return __libc_calloc(count_of, n);
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
+void* realloc(void* p, std::size_t n) noexcept {
+  count();
+  return __libc_realloc(p, n);
 }
-void* operator new[](std::size_t n, std::align_val_t a) {
-  if (void* p = counted_aligned(n, a)) return p;
-  throw std::bad_alloc();
+void free(void* p) noexcept { __libc_free(p); }
+void* memalign(std::size_t align, std::size_t n) noexcept {
+  count();
+  return __libc_memalign(align, n);
 }
-// NOLINTBEGIN(cppcoreguidelines-no-malloc)
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-// NOLINTEND(cppcoreguidelines-no-malloc)
+void* aligned_alloc(std::size_t align, std::size_t n) noexcept {
+  count();
+  return __libc_memalign(align, n);
+}
+int posix_memalign(void** out, std::size_t align, std::size_t n) noexcept {
+  if (align % sizeof(void*) != 0 || (align & (align - 1)) != 0) return EINVAL;
+  count();
+  void* p = __libc_memalign(align, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* valloc(std::size_t n) noexcept {
+  count();
+  return __libc_valloc(n);
+}
+void* pvalloc(std::size_t n) noexcept {
+  count();
+  return __libc_pvalloc(n);
+}
+}
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp,cppcoreguidelines-no-malloc)
 
 std::uint64_t arpma::test::thread_allocations() noexcept { return thread_count; }
 std::uint64_t arpma::test::all_allocations() noexcept {
