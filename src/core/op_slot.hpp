@@ -55,9 +55,10 @@ class op_slot_allocator {
   using value_type = T;
 
   explicit op_slot_allocator(op_slot& slot) noexcept : slot_(&slot) {}
+  // Implicit, as rebinding an allocator requires.
   template <class U>
-  op_slot_allocator(const op_slot_allocator<U>& other) noexcept  // NOLINT(google-explicit-constructor): rebinding
-      : slot_(other.slot()) {}
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  op_slot_allocator(const op_slot_allocator<U>& other) noexcept : slot_(other.slot()) {}
 
   [[nodiscard]] T* allocate(std::size_t n) {
     if (void* p = slot_->take(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
