@@ -67,6 +67,35 @@ asio::awaitable<std::error_code> ping(link& l, const options& o, std::size_t siz
   co_return std::error_code{};
 }
 
+// One coroutine per kind, each with a small frame: Asio recycles a coroutine frame only up to
+// 1,020 bytes (thread_info_base: 255 chunks of 4), and one coroutine holding every kind's
+// temporaries took 1,312, so each operation paid a malloc and a free for it and, by evicting
+// Asio's cached blocks, a second pair for its initiation's frame (gdb on malloc).
+asio::awaitable<std::error_code> write_op(link& l, std::size_t at, std::size_t size) {
+  auto [ec, c] = co_await l.conn.async_write(arpma::buffer(l.remote, at, size).value(),
+                                             arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
+  co_return ec;
+}
+
+asio::awaitable<std::error_code> read_op(link& l, std::size_t at, std::size_t size) {
+  auto [ec, c] =
+      co_await l.conn.async_read(arpma::buffer(l.mr, 0, size).value(),
+                                 arpma::buffer(l.remote, at, size).value(), awaitable_tuple);
+  co_return ec;
+}
+
+asio::awaitable<std::error_code> atomic_write_op(link& l, std::size_t at) {
+  const std::array<char, 8> value{'a', 'r', 'p', 'm', 'a', 'p', 'r', 'f'};
+  auto [ec, c] = co_await l.conn.async_atomic_write(arpma::buffer(l.remote, at, 8).value(), value,
+                                                    awaitable_tuple);
+  co_return ec;
+}
+
+asio::awaitable<std::error_code> send_op(link& l, std::size_t size) {
+  auto [ec, c] = co_await l.conn.async_send(arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
+  co_return ec;
+}
+
 asio::awaitable<std::error_code> invalid_op() {
   co_return std::make_error_code(std::errc::invalid_argument);
 }
@@ -97,39 +126,6 @@ std::string prepare_link(link& l, const arpma::peer& peer, const options& o, std
   if (o.mode == poll_mode::busy_poll) l.conn.set_busy_poll(busy_poll_budget);
   return {};
 }
-
-namespace {
-
-// One coroutine per kind, each with a small frame: Asio recycles a coroutine frame only up to
-// 1,020 bytes (thread_info_base: 255 chunks of 4), and one coroutine holding every kind's
-// temporaries took 1,312, so each operation paid a malloc and a free for it and, by evicting
-// Asio's cached blocks, a second pair for its initiation's frame (gdb on malloc).
-asio::awaitable<std::error_code> write_op(link& l, std::size_t at, std::size_t size) {
-  auto [ec, c] = co_await l.conn.async_write(arpma::buffer(l.remote, at, size).value(),
-                                             arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
-  co_return ec;
-}
-
-asio::awaitable<std::error_code> read_op(link& l, std::size_t at, std::size_t size) {
-  auto [ec, c] =
-      co_await l.conn.async_read(arpma::buffer(l.mr, 0, size).value(),
-                                 arpma::buffer(l.remote, at, size).value(), awaitable_tuple);
-  co_return ec;
-}
-
-asio::awaitable<std::error_code> atomic_write_op(link& l, std::size_t at) {
-  const std::array<char, 8> value{'a', 'r', 'p', 'm', 'a', 'p', 'r', 'f'};
-  auto [ec, c] = co_await l.conn.async_atomic_write(arpma::buffer(l.remote, at, 8).value(), value,
-                                                    awaitable_tuple);
-  co_return ec;
-}
-
-asio::awaitable<std::error_code> send_op(link& l, std::size_t size) {
-  auto [ec, c] = co_await l.conn.async_send(arpma::buffer(l.mr, 0, size).value(), awaitable_tuple);
-  co_return ec;
-}
-
-}  // namespace
 
 // Not a coroutine itself: it hands back the kind's own, so that no frame sits between the lane
 // and the operation.
