@@ -30,7 +30,7 @@
 #include "core/conn_state.hpp"
 #include "core/mr_state.hpp"
 #include "support/block_allocator.hpp"
-#include "support/counting_new.hpp"
+#include "support/counting_alloc.hpp"
 #include "support/instant_provider.hpp"
 
 #include <librpma.h>

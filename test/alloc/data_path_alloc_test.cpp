@@ -5,7 +5,7 @@
 // instant provider (every work request completes at once, so only arpma's
 // own code runs). Allocations are counted at the replaced malloc family, where
 // operator new and Asio's own aligned_alloc both end.
-#include "support/counting_new.hpp"
+#include "support/counting_alloc.hpp"
 
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"

@@ -3,7 +3,7 @@
 // async_read_some between two streams on one loop, as coroutines, on
 // the provider the environment chooses (the soft provider's progress
 // thread's allocations are its own; only this thread's are counted).
-#include "support/counting_new.hpp"
+#include "support/counting_alloc.hpp"
 
 #include "arpma/stream.hpp"
 #include "support/stream_pair.hpp"

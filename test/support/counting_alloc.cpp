@@ -5,7 +5,7 @@
 // no block to give (and so did a coroutine frame past what it recycles).
 // libstdc++'s operator new calls malloc, and its aligned form aligned_alloc,
 // so those are counted too. Not under sanitizers, which own these symbols.
-#include "support/counting_new.hpp"
+#include "support/counting_alloc.hpp"
 
 #include <atomic>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // Heap allocations counted at the C allocator's replaced entry points (link
-// test/support/counting_new.cpp into the program; operator new and Asio's
+// test/support/counting_alloc.cpp into the program; operator new and Asio's
 // aligned_alloc both end there): on the calling thread, and in
 // the whole process.
 #pragma once
