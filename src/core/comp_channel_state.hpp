@@ -6,6 +6,7 @@
 #include "arpma/result.hpp"
 #include "core/asio.hpp"
 #include "core/cm_channel.hpp"
+#include "core/op_slot.hpp"
 #include "core/peer_state.hpp"
 #include "provider/provider.hpp"
 
@@ -72,6 +73,7 @@ struct comp_channel_state final : std::enable_shared_from_this<comp_channel_stat
     bool unarmed = false;  ///< its re-arm failed before a dispatcher was bound
   };
   std::unordered_map<provider::cq*, cq_entry> cqs_;
+  op_slot watch_slot_;  ///< the fd wait's storage; declared first, so it outlives fd_
   std::optional<asio::posix::stream_descriptor> fd_;
   std::size_t wanting_ = 0;
   bool waiting_ = false;

@@ -7,6 +7,7 @@
 // operator new and Asio's own aligned_alloc both end.
 #include "support/counting_alloc.hpp"
 
+#include "arpma/completion_channel.hpp"
 #include "arpma/conn_req.hpp"
 #include "arpma/connection.hpp"
 #include "arpma/cq.hpp"
@@ -50,17 +51,23 @@ class data_path_alloc : public ::testing::Test {
     ASSERT_TRUE(m);
     mr.emplace(std::move(m).value());
     remote.emplace(arpma::remote_mr::from_descriptor(mr->descriptor()).value());
+    conn = connect({});
+    ASSERT_TRUE(conn);
+  }
+
+  arpma::connection connect(const arpma::conn_cfg& cfg) {
+    arpma::connection made;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          auto req = co_await arpma::async_conn_req_new(*peer, "192.0.2.1", "7204", {},
+          auto req = co_await arpma::async_conn_req_new(*peer, "192.0.2.1", "7204", cfg,
                                                         asio::use_awaitable);
-          conn = co_await req.async_connect({}, asio::use_awaitable);
+          made = co_await req.async_connect({}, asio::use_awaitable);
         },
         asio::detached);
     io.run();
     io.restart();
-    ASSERT_TRUE(conn);
+    return made;
   }
   void TearDown() override {
     (void)conn.close();
@@ -105,11 +112,13 @@ class data_path_alloc : public ::testing::Test {
     EXPECT_EQ(allocs, 0U);
   }
 
-  void coawait(bool busy) {
-    conn.set_busy_poll(std::chrono::microseconds(busy ? 1000 : 0));
+  void coawait(bool busy) { coawait_on(conn, busy); }
+
+  void coawait_on(arpma::connection& c, bool busy) {
+    c.set_busy_poll(std::chrono::microseconds(busy ? 1000 : 0));
     coawait_loop([&]() -> asio::awaitable<bool> {
-      co_await conn.async_write(arpma::buffer(*remote, 0, message).value(),
-                                arpma::buffer(*mr, 0, message).value(), asio::use_awaitable);
+      co_await c.async_write(arpma::buffer(*remote, 0, message).value(),
+                             arpma::buffer(*mr, 0, message).value(), asio::use_awaitable);
       co_return true;
     });
   }
@@ -127,6 +136,18 @@ class data_path_alloc : public ::testing::Test {
 TEST_F(data_path_alloc, co_await_async_write_busy_poll_allocates_nothing) { coawait(true); }
 
 TEST_F(data_path_alloc, co_await_async_write_fd_mode_allocates_nothing) { coawait(false); }
+
+// The CQs of a connection on a shared completion_channel: the channel's own
+// wait on its fd is the one queued operation.
+TEST_F(data_path_alloc, co_await_async_write_on_a_shared_channel_allocates_nothing) {
+  auto channel = arpma::completion_channel::create(io.get_executor(), *peer);
+  ASSERT_TRUE(channel);
+  arpma::conn_cfg cfg;
+  auto shared = connect(channel.value().attach_to(cfg));
+  ASSERT_TRUE(shared);
+  coawait_on(shared, false);
+  (void)shared.close();
+}
 
 using arpma::test::block_allocator;
 using arpma::test::one_block;
