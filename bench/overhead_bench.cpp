@@ -10,6 +10,9 @@
 //   coawait_fd     the same in fd mode
 //   callback_busy  a handler that starts the next write, with an associated
 //   callback_fd    allocator (one block it reuses), busy-poll / fd mode
+//   empty_poll_raw one poll_cq of an empty CQ (the baseline of the next two)
+//   empty_poll_c   one rpma_cq_get_wc of it (RPMA_E_NO_COMPLETION)
+//   empty_poll_cxx one cq::poll of it
 //
 // on two providers: `instant` (test/support/instant_provider.hpp: every work
 // request completes into its CQ at once, in memory, so only arpma's own cost
@@ -386,10 +389,42 @@ void callback(benchmark::State& state, bool busy) {
 void callback_busy(benchmark::State& state) { callback(state, true); }
 void callback_fd(benchmark::State& state) { callback(state, false); }
 
+// An empty CQ polled: what a spin pays for each turn while it waits. The C
+// API logs at debug level at every empty rpma_cq_get_wc, as librpma does; a
+// message below the threshold has to cost nothing.
+void empty_poll_raw(benchmark::State& state) {
+  auto& w = world_of(state);
+  auto* st = arpma::detail::access::state(w.conn);
+  std::array<arpma::provider::work_completion, 1> wc{};
+  const allocation_meter meter;
+  for (auto _ : state)
+    if (w.prov->poll_cq(st->cq.cq, wc).value() != 0) check(RPMA_E_PROVIDER, "empty poll_cq");
+  meter.report(state);
+}
+
+void empty_poll_c(benchmark::State& state) {
+  auto& w = world_of(state);
+  ibv_wc wc{};
+  const allocation_meter meter;
+  for (auto _ : state)
+    if (const int rc = rpma_cq_get_wc(w.ccq, 1, &wc, nullptr); rc != RPMA_E_NO_COMPLETION)
+      check(rc == 0 ? RPMA_E_PROVIDER : rc, "empty get_wc");
+  meter.report(state);
+}
+
+void empty_poll_cxx(benchmark::State& state) {
+  auto cq = world_of(state).conn.completion_queue();
+  std::array<arpma::completion, 1> wc{};
+  const allocation_meter meter;
+  for (auto _ : state)
+    if (cq.poll(wc).value() != 0) check(RPMA_E_PROVIDER, "empty cq::poll");
+  meter.report(state);
+}
+
 // ---- the table ------------------------------------------------------------------
 
 // Prints, after Google Benchmark's own lines, every case's median with its
-// ratio to raw_post_poll on the same provider.
+// ratio to raw_post_poll (empty polls: to empty_poll_raw) on the same provider.
 class ratio_reporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -415,7 +450,8 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     for (const auto& [name, fig] : rows_) {
       const auto slash = name.find('/');
       const auto provider = name.substr(slash + 1);
-      const auto base = rows_.find("raw_post_poll/" + provider);
+      const bool empty = name.starts_with("empty_poll_");
+      const auto base = rows_.find((empty ? "empty_poll_raw/" : "raw_post_poll/") + provider);
       const double ratio = base != rows_.end() ? fig.ns / base->second.ns : 0.0;
       std::printf("%-28s %10.1f %8.2f %12.2f %14.2f\n", name.c_str(), fig.ns, ratio, fig.app,
                   fig.other);
@@ -443,6 +479,9 @@ void register_all() {
       {"coawait_fd", coawait_fd},
       {"callback_busy", callback_busy},
       {"callback_fd", callback_fd},
+      {"empty_poll_raw", empty_poll_raw},
+      {"empty_poll_c", empty_poll_c},
+      {"empty_poll_cxx", empty_poll_cxx},
   };
   for (world* w : {instant.get(), soft.get()})
     for (const auto& [name, f] : cases)
