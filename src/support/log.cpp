@@ -24,7 +24,18 @@ constexpr log_level default_primary = log_level::debug;
 constexpr log_level default_aux = log_level::warning;
 #endif
 
-std::atomic<int> thresholds[2] = {static_cast<int>(default_primary), static_cast<int>(default_aux)};
+}  // namespace
+
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<int> detail::log_primary_threshold{static_cast<int>(default_primary)};
+
+namespace {
+
+std::atomic<int> aux_threshold{static_cast<int>(default_aux)};
+
+std::atomic<int>& threshold_of(int index) {
+  return index == 0 ? detail::log_primary_threshold : aux_threshold;
+}
 
 int syslog_priority(log_level level) {
   switch (level) {
@@ -55,7 +66,7 @@ void default_sink(log_level level, const char* file, int line, const char* funct
                   std::string_view message) {
   const int len = static_cast<int>(message.size());
   syslog(syslog_priority(level), "%s: %d: %s: %.*s", file, line, function, len, message.data());
-  if (static_cast<int>(level) > thresholds[1].load()) return;
+  if (static_cast<int>(level) > aux_threshold.load()) return;
   char stamp[32] = "";
   timespec ts{};
   tm parts{};
@@ -100,21 +111,21 @@ std::error_code set_log_threshold(log_threshold threshold, log_level level) noex
   if (index < 0 || index > 1 || value < static_cast<int>(log_level::disabled) ||
       value > static_cast<int>(log_level::debug))
     return make_error_code(errc::invalid_argument);
-  thresholds[index].store(value);
+  threshold_of(index).store(value);
   return {};
 }
 
 log_level get_log_threshold(log_threshold threshold) noexcept {
   const int index = static_cast<int>(threshold);
   if (index < 0 || index > 1) return log_level::disabled;
-  return static_cast<log_level>(thresholds[index].load());
+  return static_cast<log_level>(threshold_of(index).load());
 }
 
 namespace detail {
 
 void log_message(log_level level, const char* file, int line, const char* function,
                  const char* format, ...) noexcept {
-  if (static_cast<int>(level) > thresholds[0].load()) return;
+  if (!log_wanted(level)) return;
   char text[1024];
   va_list args;
   va_start(args, format);
