@@ -13,7 +13,13 @@
 // that size over TCP; each point is time-bounded, TCP and soft in turn.
 // --quick: fewer rounds and shorter points. --json FILE: the figures as JSON.
 //
-//   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw
+// Each side of a soft pair has a provider instance of its own, so its own
+// progress thread, as two processes would: the responder's thread places
+// writes while the requester's sends their large tails, as TCP's sender and
+// sink are two threads.
+//
+//   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw | rate ... | sweep [FROM]
+//                       | bw-at SIZE [SECONDS] [soft|tcp]
 #include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "support/provider_events.hpp"
@@ -108,6 +114,7 @@ sockaddr_in loopback(std::uint16_t port) {
 // ---- soft provider -------------------------------------------------------------
 
 struct endpoint {
+  prov::soft_provider* nic = nullptr;  ///< its own provider: its own progress thread
   prov::event_channel* ch = nullptr;
   prov::cm_id* id = nullptr;
   prov::pd* pd = nullptr;
@@ -131,16 +138,19 @@ class soft_pair {
  public:
   /// `slot`: the largest message; each side registers `depth` slots.
   explicit soft_pair(std::size_t slot = chunk) : slot_(slot) {
-    dev_ = need(soft.find_device("127.0.0.1", false), "device");
+    a.nic = &nic_a_;
+    b.nic = &nic_b_;
     for (endpoint* e : {&a, &b}) {
+      auto& soft = *e->nic;
+      prov::device* dev = need(soft.find_device("127.0.0.1", false), "device");
       e->buf.assign(depth * slot_, 0);
       e->ch = need(soft.create_event_channel(), "channel");
-      e->pd = need(soft.alloc_pd(dev_), "pd");
-      e->cc = need(soft.create_comp_channel(dev_), "comp channel");
+      e->pd = need(soft.alloc_pd(dev), "pd");
+      e->cc = need(soft.create_comp_channel(dev), "comp channel");
       // Read as the core's loop reads them: non-blocking (they start blocking).
       for (const int fd : {soft.event_channel_fd(e->ch), soft.comp_channel_fd(e->cc)})
         if (!arpma::test::set_nonblocking(fd)) throw std::runtime_error("O_NONBLOCK");
-      e->cq = need(soft.create_cq(dev_, 4 * depth, e->cc), "cq");
+      e->cq = need(soft.create_cq(dev, 4 * depth, e->cc), "cq");
       e->mr = need(soft.reg_mr(e->pd, e->buf.data(), e->buf.size(), 0xf), "mr");
     }
     connect();
@@ -149,6 +159,7 @@ class soft_pair {
   soft_pair& operator=(const soft_pair&) = delete;
   ~soft_pair() {
     for (endpoint* e : {&a, &b}) {
+      auto& soft = *e->nic;
       soft.destroy_qp(e->id);
       (void)soft.destroy_id(e->id);
       (void)soft.dereg_mr(e->mr);
@@ -160,19 +171,21 @@ class soft_pair {
   }
 
   void post_recv(endpoint& e) {
+    auto& soft = *e.nic;
     prov::recv_wr wr;
     wr.local = {addr(e, 0), small, soft.mr_lkey(e.mr)};
     check(soft.post_recv(e.id, wr), "post_recv");
   }
 
   void post(endpoint& e, prov::wr_opcode op, std::size_t slot, std::uint32_t len, bool signaled) {
+    auto& soft = *e.nic;
     prov::send_wr wr;
     wr.opcode = op;
     wr.signaled = signaled;
     wr.local = {addr(e, slot), len, soft.mr_lkey(e.mr)};
     endpoint& peer = &e == &a ? b : a;
     wr.remote_addr = addr(peer, slot);
-    wr.rkey = soft.mr_rkey(peer.mr);
+    wr.rkey = peer.nic->mr_rkey(peer.mr);
     check(soft.post_send(e.id, wr), "post_send");
   }
 
@@ -180,6 +193,7 @@ class soft_pair {
   /// poll), or sleeping on the completion channel (rpma_cq_wait's way),
   /// which leaves the CPU to the progress thread.
   prov::work_completion wait_wc(endpoint& e, bool spin) {
+    auto& soft = *e.nic;
     std::array<prov::work_completion, 1> wc{};
     unsigned spins = 0;
     for (;;) {
@@ -198,7 +212,6 @@ class soft_pair {
     return wc[0];
   }
 
-  prov::soft_provider soft;
   endpoint a;
   endpoint b;
 
@@ -208,24 +221,26 @@ class soft_pair {
   }
 
   void connect() {
-    prov::cm_id* listener = need(soft.create_id(b.ch, 0), "id");
+    auto& pa = *a.nic;
+    auto& pb = *b.nic;
+    prov::cm_id* listener = need(pb.create_id(b.ch, 0), "id");
     const sockaddr_in any = loopback(0);
-    check(soft.bind_addr(listener, reinterpret_cast<const sockaddr*>(&any)), "bind");
-    check(soft.listen(listener, 1), "listen");
-    const sockaddr_in to = loopback(soft.local_port(listener));
-    a.id = need(soft.create_id(a.ch, 0), "id");
-    check(soft.resolve_addr(a.id, reinterpret_cast<const sockaddr*>(&to), 1000), "resolve");
-    (void)wait_event(soft, a.ch);
-    check(soft.resolve_route(a.id, 1000), "route");
-    (void)wait_event(soft, a.ch);
+    check(pb.bind_addr(listener, reinterpret_cast<const sockaddr*>(&any)), "bind");
+    check(pb.listen(listener, 1), "listen");
+    const sockaddr_in to = loopback(pb.local_port(listener));
+    a.id = need(pa.create_id(a.ch, 0), "id");
+    check(pa.resolve_addr(a.id, reinterpret_cast<const sockaddr*>(&to), 1000), "resolve");
+    (void)wait_event(pa, a.ch);
+    check(pa.resolve_route(a.id, 1000), "route");
+    (void)wait_event(pa, a.ch);
     make_qp(a);
-    check(soft.connect(a.id, {}), "connect");
-    b.id = wait_event(soft, b.ch).id;
+    check(pa.connect(a.id, {}), "connect");
+    b.id = wait_event(pb, b.ch).id;
     make_qp(b);
-    check(soft.accept(b.id, {}), "accept");
-    (void)wait_event(soft, a.ch);
-    (void)wait_event(soft, b.ch);
-    (void)soft.destroy_id(listener);
+    check(pb.accept(b.id, {}), "accept");
+    (void)wait_event(pa, a.ch);
+    (void)wait_event(pb, b.ch);
+    (void)pb.destroy_id(listener);
   }
 
   void make_qp(endpoint& e) {
@@ -233,11 +248,16 @@ class soft_pair {
     config.send_cq = config.recv_cq = e.cq;
     config.max_send_wr = 4 * depth;
     config.max_recv_wr = 4 * depth;
-    check(soft.create_qp(e.id, e.pd, config), "create_qp");
+    check(e.nic->create_qp(e.id, e.pd, config), "create_qp");
   }
 
+  // One provider per side, as two processes have: each its own progress
+  // thread, which plays that side's NIC. (With one instance for both, one
+  // thread sent the requester's large tails and placed them at the
+  // responder: half the bandwidth of two, where TCP's sides are two threads.)
+  prov::soft_provider nic_a_;
+  prov::soft_provider nic_b_;
   std::size_t slot_;
-  prov::device* dev_ = nullptr;
 };
 
 /// Median round trip of a 64 B send answered by a 64 B send, in microseconds.
@@ -620,6 +640,19 @@ int main(int argc, char** argv) {
                     what == "tcp" ? tcp_message_rate(1) : soft_message_rate(1));
       return 0;
     }
+    // `soft_datapath_bench bw-at SIZE [SECONDS] [soft|tcp]`: one bandwidth point at SIZE, both
+    // sides or one, for SECONDS (default 0.3): what perf looks at.
+    if (argc > 2 && std::string(argv[1]) == "bw-at") {
+      const std::size_t size = std::stoul(argv[2]);
+      if (argc > 3) sweep_point_s = std::stod(argv[3]);
+      const std::string only = argc > 4 ? argv[4] : "";
+      if (only != "tcp")
+        std::printf("soft RDMA write QD%d, %zu B: %.0f MB/s\n", depth, size,
+                    soft_write_bandwidth_at(size));
+      if (only != "soft")
+        std::printf("TCP stream, %zu B messages: %.0f MB/s\n", size, tcp_bandwidth_at(size));
+      return 0;
+    }
     if (argc > 1 && std::string(argv[1]) == "bw") {
       std::printf("soft RDMA write %.0f MB/s\n", soft_write_bandwidth(paired_rounds));
       return 0;
@@ -640,7 +673,7 @@ int main(int argc, char** argv) {
       } else {
         std::fprintf(stderr,
                      "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | rate "
-                     "soft|tcp|window [SECONDS] | sweep [FROM]\n",
+                     "soft|tcp|window [SECONDS] | sweep [FROM] | bw-at SIZE [SECONDS] [soft|tcp]\n",
                      argv[0]);
         return 2;
       }
