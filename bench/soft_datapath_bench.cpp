@@ -19,7 +19,7 @@
 // sink are two threads.
 //
 //   soft_datapath_bench [--quick] [--sweep] [--json FILE] | rtt | bw | rate ... | sweep [FROM]
-//                       | bw-at SIZE [SECONDS] [soft|tcp]
+//                       | bw-at|lat-at SIZE [SECONDS] [soft|tcp]
 #include "provider/soft/soft_memory.hpp"
 #include "provider/soft/soft_provider.hpp"
 #include "support/provider_events.hpp"
@@ -640,17 +640,22 @@ int main(int argc, char** argv) {
                     what == "tcp" ? tcp_message_rate(1) : soft_message_rate(1));
       return 0;
     }
-    // `soft_datapath_bench bw-at SIZE [SECONDS] [soft|tcp]`: one bandwidth point at SIZE, both
-    // sides or one, for SECONDS (default 0.3): what perf looks at.
-    if (argc > 2 && std::string(argv[1]) == "bw-at") {
+    // `soft_datapath_bench bw-at|lat-at SIZE [SECONDS] [soft|tcp]`: one sweep point at SIZE,
+    // both sides or one, for SECONDS (default 0.3): what perf looks at.
+    if (argc > 2 && (std::string(argv[1]) == "bw-at" || std::string(argv[1]) == "lat-at")) {
+      const bool bw = std::string(argv[1]) == "bw-at";
       const std::size_t size = std::stoul(argv[2]);
       if (argc > 3) sweep_point_s = std::stod(argv[3]);
       const std::string only = argc > 4 ? argv[4] : "";
-      if (only != "tcp")
+      if (only != "tcp" && bw)
         std::printf("soft RDMA write QD%d, %zu B: %.0f MB/s\n", depth, size,
                     soft_write_bandwidth_at(size));
-      if (only != "soft")
+      if (only != "tcp" && !bw)
+        std::printf("soft RDMA write, %zu B: %.1f us\n", size, soft_write_latency(size));
+      if (only != "soft" && bw)
         std::printf("TCP stream, %zu B messages: %.0f MB/s\n", size, tcp_bandwidth_at(size));
+      if (only != "soft" && !bw)
+        std::printf("TCP, %zu B and a 1 B answer: %.1f us\n", size, tcp_write_latency(size));
       return 0;
     }
     if (argc > 1 && std::string(argv[1]) == "bw") {
@@ -671,10 +676,11 @@ int main(int argc, char** argv) {
       } else if (a == "--json" && i + 1 < argc) {
         json = argv[++i];
       } else {
-        std::fprintf(stderr,
-                     "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | rate "
-                     "soft|tcp|window [SECONDS] | sweep [FROM] | bw-at SIZE [SECONDS] [soft|tcp]\n",
-                     argv[0]);
+        std::fprintf(
+            stderr,
+            "usage: %s [--quick] [--sweep] [--json FILE] | rtt | bw | rate "
+            "soft|tcp|window [SECONDS] | sweep [FROM] | bw-at|lat-at SIZE [SECONDS] [soft|tcp]\n",
+            argv[0]);
         return 2;
       }
     }
