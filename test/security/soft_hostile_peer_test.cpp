@@ -13,11 +13,13 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -394,6 +396,49 @@ TEST_F(soft_hostile_peer, a_frame_trickling_in_byte_by_byte_is_held_to_the_same_
   EXPECT_LT(sent, f.size());
   EXPECT_LT(open_for(fd, 5 * deadline), 5 * deadline);
   EXPECT_TRUE(next_of(cm_event_type::disconnected));
+}
+
+// A large frame's payload trickling in, a byte every few µs, inside the
+// progress thread's wait for the rest of a payload (20 µs a gap): the thread
+// still serves the other links meanwhile, here a new connection's request,
+// answered before the trickle ends. (The per-wake-up bound, 100 µs of
+// waiting, is what guarantees it; on a busy machine a gap past 20 µs also
+// sends the thread back to its reactor, so this test cannot tell the two
+// apart, only that other links are served.)
+TEST_F(soft_hostile_peer, a_payload_trickling_in_fast_leaves_the_progress_thread_to_others) {
+  const pages big(16);  // a WRITE this large goes straight to its target
+  auto big_mr = soft.reg_mr(pd, big.base, big.size, all_access);
+  ASSERT_TRUE(big_mr);
+  const int fd = attacker();
+  ASSERT_GE(fd, 0);
+  const int on = 1;
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  const auto f = write_frame(soft.mr_rkey(big_mr.value()), addr_of(big.base), big.size);
+  const std::size_t head = 12 + 12 + 1024;  // header, target, the payload's first KiB
+  ASSERT_TRUE(write_all(fd, std::vector<std::uint8_t>(f.begin(), f.begin() + head)));
+  std::atomic<bool> served{false};
+  std::atomic<bool> trickling{true};
+  std::thread trickle([&] {
+    // A byte every 5 µs or so, for 300 ms at most (the frame deadline is 400).
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t at = head; at < f.size() && !served.load(); ++at) {
+      if (::send(fd, &f[at], 1, MSG_NOSIGNAL) != 1) break;
+      const auto next = std::chrono::steady_clock::now() + 5us;
+      while (std::chrono::steady_clock::now() < next) {
+      }
+      if (std::chrono::steady_clock::now() - start > 300ms) break;
+    }
+    trickling.store(false);
+  });
+  std::this_thread::sleep_for(20ms);  // the trickle is under way
+  const auto [other, id] = requester();
+  const bool during = trickling.load();
+  served.store(true);
+  trickle.join();
+  EXPECT_GE(other, 0);
+  EXPECT_NE(id, nullptr) << "the new connection's request was never served";
+  EXPECT_TRUE(during) << "served only once the trickle had stopped";
+  EXPECT_FALSE(soft.dereg_mr(big_mr.value()));
 }
 
 TEST_F(soft_hostile_peer, a_link_that_never_sends_its_req_is_closed) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace soft_large_write_test {
@@ -82,6 +83,45 @@ TEST_F(soft_large_write, a_target_deregistered_before_the_payload_is_in_refuses_
   const auto now = target_now();
   EXPECT_TRUE(std::all_of(now.begin() + size / 4, now.end(), [](auto v) { return v == 0x11; }));
   EXPECT_TRUE(big_.guards_intact());
+}
+
+// Placed what had come of a payload, the progress thread asks the socket
+// again for a while (a sender is still copying the rest in) before it goes
+// back to its reactor; a rest that comes later than that is read on its
+// readiness, as before.
+TEST_F(soft_large_write, an_unfinished_payload_is_asked_for_again_before_the_thread_waits) {
+  const std::size_t before = soft.payload_waits();
+  const auto f = frame();
+  const std::size_t first = head + size / 4;
+  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin(), f.begin() + first)));
+  ASSERT_TRUE(eventually([&] { return placed() == size / 4; })) << placed();
+  EXPECT_TRUE(eventually([&] { return soft.payload_waits() > before; }));
+  std::this_thread::sleep_for(5ms);  // far past the wait: the rest wakes the thread
+  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin() + first, f.end())));
+  EXPECT_EQ(read_exact(fd_, 16), ack_one);
+  EXPECT_EQ(placed(), size);
+  EXPECT_TRUE(big_.guards_intact());
+}
+
+class soft_large_write_no_spin : public soft_large_write {
+ protected:
+  arpma::provider::soft_provider::limits link_limits() override {
+    return {.progress_spin = std::chrono::microseconds(0)};
+  }
+};
+
+// A provider told not to spin (ARPMA_SOFT_PROGRESS_SPIN_US=0: CPU counts
+// more than microseconds) does not spin on a payload either.
+TEST_F(soft_large_write_no_spin, without_a_progress_spin_the_thread_waits_on_its_reactor_at_once) {
+  const std::size_t before = soft.payload_waits();
+  const auto f = frame();
+  const std::size_t first = head + size / 4;
+  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin(), f.begin() + first)));
+  ASSERT_TRUE(eventually([&] { return placed() == size / 4; })) << placed();
+  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin() + first, f.end())));
+  EXPECT_EQ(read_exact(fd_, 16), ack_one);
+  EXPECT_EQ(placed(), size);
+  EXPECT_EQ(soft.payload_waits(), before);
 }
 
 class soft_large_write_deadline : public soft_large_write {

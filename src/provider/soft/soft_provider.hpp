@@ -151,6 +151,9 @@ class soft_provider : public provider {  // not final: tests override single cal
     /// Times a completion channel's reader, woken by a link's socket, read it
     /// itself (no hop through the progress thread).
     std::atomic<std::size_t> channel_reads{0};
+    /// Times the progress thread, placing a payload whose rest had not come
+    /// yet, asked the socket again instead of going back to its reactor.
+    std::atomic<std::size_t> payload_waits{0};
   };
   [[nodiscard]] std::size_t held_bytes() const noexcept { return totals_.held_bytes.load(); }
   [[nodiscard]] std::size_t queued_read_bytes() const noexcept {
@@ -167,6 +170,7 @@ class soft_provider : public provider {  // not final: tests override single cal
     return totals_.empty_progress_reads.load();
   }
   [[nodiscard]] std::size_t channel_reads() const noexcept { return totals_.channel_reads.load(); }
+  [[nodiscard]] std::size_t payload_waits() const noexcept { return totals_.payload_waits.load(); }
 
  private:
   struct device_storage;
