@@ -45,6 +45,19 @@ class soft_large_write : public arpma::test::soft_raw_link {
     return write_frame(soft.mr_rkey(big_mr_), arpma::test::addr_of(big_.data()), size);
   }
   std::vector<std::uint8_t> target_now() { return bytes_now(big_.data(), size); }
+  /// The frame's head and first quarter, placed; `between()`; the rest, placed
+  /// and acknowledged.
+  template <class Between>
+  void write_in_two(Between between) {
+    const auto f = frame();
+    const std::size_t first = head + size / 4;
+    ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin(), f.begin() + first)));
+    ASSERT_TRUE(eventually([&] { return placed() == size / 4; })) << placed();
+    between();
+    ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin() + first, f.end())));
+    EXPECT_EQ(read_exact(fd_, 16), ack_one);
+    EXPECT_EQ(placed(), size);
+  }
   std::size_t placed() { return placed_at(big_.data(), size); }
 
   guarded big_{size, 0x11};
@@ -91,15 +104,10 @@ TEST_F(soft_large_write, a_target_deregistered_before_the_payload_is_in_refuses_
 // readiness, as before.
 TEST_F(soft_large_write, an_unfinished_payload_is_asked_for_again_before_the_thread_waits) {
   const std::size_t before = soft.payload_waits();
-  const auto f = frame();
-  const std::size_t first = head + size / 4;
-  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin(), f.begin() + first)));
-  ASSERT_TRUE(eventually([&] { return placed() == size / 4; })) << placed();
-  EXPECT_TRUE(eventually([&] { return soft.payload_waits() > before; }));
-  std::this_thread::sleep_for(5ms);  // far past the wait: the rest wakes the thread
-  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin() + first, f.end())));
-  EXPECT_EQ(read_exact(fd_, 16), ack_one);
-  EXPECT_EQ(placed(), size);
+  write_in_two([&] {
+    EXPECT_TRUE(eventually([&] { return soft.payload_waits() > before; }));
+    std::this_thread::sleep_for(5ms);  // far past the wait: the rest wakes the thread
+  });
   EXPECT_TRUE(big_.guards_intact());
 }
 
@@ -114,13 +122,7 @@ class soft_large_write_no_spin : public soft_large_write {
 // more than microseconds) does not spin on a payload either.
 TEST_F(soft_large_write_no_spin, without_a_progress_spin_the_thread_waits_on_its_reactor_at_once) {
   const std::size_t before = soft.payload_waits();
-  const auto f = frame();
-  const std::size_t first = head + size / 4;
-  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin(), f.begin() + first)));
-  ASSERT_TRUE(eventually([&] { return placed() == size / 4; })) << placed();
-  ASSERT_TRUE(write_all(fd_, std::vector<std::uint8_t>(f.begin() + first, f.end())));
-  EXPECT_EQ(read_exact(fd_, 16), ack_one);
-  EXPECT_EQ(placed(), size);
+  write_in_two([] {});
   EXPECT_EQ(soft.payload_waits(), before);
 }
 
