@@ -4,7 +4,6 @@
 #include "core/cq_dispatcher.hpp"
 #include "core/cq_events.hpp"
 #include "core/fd_ready.hpp"
-#include "core/op_slot.hpp"
 #include "support/log.hpp"
 
 #include <new>
@@ -69,16 +68,15 @@ void comp_channel_state::unwant() noexcept {
 void comp_channel_state::watch() {
   if (abandoned_ || native == nullptr || waiting_ || wanting_ == 0) return;
   waiting_ = true;
-  when_readable(fd_, ex, fd(),
-                in_slot(watch_slot_, [self = shared_from_this()](const std::error_code& ec) {
-                  if (ec) {
-                    // Cancelled by unwant; someone may want it again since.
-                    self->waiting_ = false;
-                    self->watch();
-                    return;
-                  }
-                  self->on_readable();
-                }));
+  when_readable(fd_, ex, fd(), watch_slot_, [self = shared_from_this()](const std::error_code& ec) {
+    if (ec) {
+      // Cancelled by unwant; someone may want it again since.
+      self->waiting_ = false;
+      self->watch();
+      return;
+    }
+    self->on_readable();
+  });
 }
 
 void comp_channel_state::on_readable() {

@@ -226,14 +226,14 @@ void cq_dispatcher::watch(channel& ch) {
   if (closed_ || ch.waiting || pending_ == 0) return;
   ch.waiting = true;
   if (!ch.fd) adopt(ch);
-  when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native),
-                in_slot(ch.wait_slot, [self = shared_from_this(), &ch](const std::error_code& ec) {
+  when_readable(ch.fd, ex_, prov_.comp_channel_fd(ch.native), ch.wait_slot,
+                [self = shared_from_this(), &ch](const std::error_code& ec) {
                   if (ec) {
                     ch.waiting = false;
                     return;
                   }
                   self->on_readable(ch);
-                }));
+                });
 }
 
 void cq_dispatcher::on_readable(channel& ch) {

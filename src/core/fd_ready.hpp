@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/asio.hpp"
+#include "core/op_slot.hpp"
 
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -37,7 +38,8 @@ inline std::error_code adopt_non_blocking(std::optional<asio::posix::stream_desc
 }
 
 /// Calls `on_ready(std::error_code)` on `ex` once `native_fd` is readable,
-/// through an async_wait on `fd`, adopted on first use (adopt_non_blocking).
+/// through an async_wait on `fd`, adopted on first use (adopt_non_blocking),
+/// the wait's storage in `slot` (its owner's one wait on that fd).
 /// An fd made readable while nobody watched is seen too, although the
 /// reactor is edge-triggered: Asio's epoll reactor re-arms the descriptor
 /// (EPOLL_CTL_MOD) for every wait queued on an idle descriptor, and the
@@ -45,9 +47,10 @@ inline std::error_code adopt_non_blocking(std::optional<asio::posix::stream_desc
 /// cost one per operation.)
 template <class Handler>
 void when_readable(std::optional<asio::posix::stream_descriptor>& fd,
-                   const asio::any_io_executor& ex, int native_fd, Handler on_ready) {
+                   const asio::any_io_executor& ex, int native_fd, op_slot& slot,
+                   Handler on_ready) {
   if (!fd) (void)adopt_non_blocking(fd, ex, native_fd);
-  fd->async_wait(asio::posix::stream_descriptor::wait_read, std::move(on_ready));
+  fd->async_wait(asio::posix::stream_descriptor::wait_read, in_slot(slot, std::move(on_ready)));
 }
 
 /// One ioctl(FIONBIO), not fcntl's F_GETFL and F_SETFL: every syscall of a

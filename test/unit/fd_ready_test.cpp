@@ -40,10 +40,11 @@ class fd_ready_test : public ::testing::Test {
   // Whether a wait started now completes within `limit`.
   bool wait_completes(std::chrono::milliseconds limit) {
     bool ready = false;
-    arpma::detail::when_readable(fd_, io_.get_executor(), efd_, [&](const std::error_code& ec) {
-      EXPECT_FALSE(ec) << ec.message();
-      ready = true;
-    });
+    arpma::detail::when_readable(fd_, io_.get_executor(), efd_, slot_,
+                                 [&](const std::error_code& ec) {
+                                   EXPECT_FALSE(ec) << ec.message();
+                                   ready = true;
+                                 });
     io_.restart();
     io_.run_for(limit);
     return ready;
@@ -51,6 +52,7 @@ class fd_ready_test : public ::testing::Test {
 
   asio::io_context io_;
   int efd_ = ::eventfd(0, EFD_NONBLOCK);
+  arpma::detail::op_slot slot_;  // outlives fd_'s wait
   std::optional<asio::posix::stream_descriptor> fd_;
 };
 
