@@ -236,10 +236,9 @@ rx_next pump_locked(const id_ptr& id, rx_mode mode) {
       return mode == rx_mode::progress ? rx_next::stop : rx_next::hand_over;
     if (mode == rx_mode::progress && id->link_closed) return rx_next::stop;
     if (id->placing.left > 0) {
-      if (!read_more(id, mode, [&] { return place_more(id); }) &&
-          !(mode == rx_mode::progress && await_payload(id, payload_budget)))
-        return drained(id);
-      continue;
+      if (read_more(id, mode, [&] { return place_more(id); })) continue;
+      if (mode == rx_mode::progress && await_payload(id, payload_budget)) continue;
+      return drained(id);
     }
     const std::size_t avail = id->rx_end - id->rx_begin;
     std::size_t need = header_size;
